@@ -1,0 +1,211 @@
+/*
+ * resource.h - everything the cache knows about one group/version/resource.
+ *
+ *   struct resource (one mutex)
+ *     store    : key -> current blob (LIST, synthetic ADDED, GET)
+ *     ring     : history of events (replay, 410 boundary, selector transitions via prev)
+ *     watchers : cursors into the ring, woken after each append
+ *     rv       : current RV; a condition variable wakes blocking freshness waiters
+ *     snapshot : the cached key-ordered list at the current state, built lazily
+ *
+ * Writers (the reflector, or the simulator's own writes) call resource_replace/apply/
+ * progress. Readers (HTTP handlers) attach watchers and pull events with
+ * resource_watch_next. Wake-ups: every writer call that advances the state clears the
+ * <suspended> flag of the watchers it must wake UNDER the lock (whoever clears the flag owns
+ * the wake-up), then calls their wake functions AFTER unlocking. A watcher whose flag is set
+ * cannot complete (its connection is suspended), so it stays valid until that call.
+ * The cache never logs and never calls into HTTP or curl; it only calls the wake functions.
+ */
+#ifndef KWP_CACHE_RESOURCE_H
+#define KWP_CACHE_RESOURCE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cache/ring.h"
+
+struct blob;
+struct snapshot;
+struct resource;
+
+/* Called (outside the resource lock) to wake a suspended reader; any thread. */
+typedef void watchers_wake_fn(void *ctx);
+
+enum watcher_kind { WATCHER_STREAM = 0, WATCHER_RVWAIT };
+
+/*
+ * A downstream watch (or a request waiting for the RV to reach some value), embedded by the
+ * caller in its per-request state. Set the public fields before attaching; the private ones
+ * belong to the resource and are read/written only under its lock.
+ * Contract: once attached, resource_watch_detach() MUST be called exactly once before the
+ * memory is freed, on every path (the HTTP completion callback), even if never woken.
+ */
+struct watcher {
+    /* public: set before attach, read-only afterwards */
+    watchers_wake_fn *wake;
+    void *wake_ctx;
+    enum watcher_kind kind;
+    const char *ns; /* dispatch scope: only events in this namespace wake it; NULL = any */
+    /* private: under the resource lock */
+    uint64_t cursor;  /* next ring seq to deliver */
+    uint64_t epoch;   /* resource epoch at attach; a relist bumps it and ends the watch */
+    uint64_t wait_rv; /* RVWAIT: wake when rv >= wait_rv */
+    int64_t due_ms;   /* wake when now >= due_ms (bookmark, deadline); 0 = never */
+    bool attached;
+    bool suspended; /* the reader is (about to be) suspended; cleared by whoever wakes it */
+    bool closed;    /* ended by the cache (relist, laggard, shutdown) or killed by a sweep */
+    struct watcher *prev, *next;
+};
+
+/* Counters, read with resource_stats(). */
+struct resource_stats {
+    uint64_t rv;
+    uint64_t events;            /* events appended since start */
+    uint64_t relists;           /* resource_replace calls */
+    uint64_t watchers;          /* currently attached STREAM watchers */
+    uint64_t laggards;          /* watchers ended because their cursor fell out of the ring */
+    size_t objects;             /* objects in the store */
+    size_t object_bytes;        /* JSON bytes in the store */
+    size_t history_len;         /* events in the ring */
+    size_t history_cap;
+    uint64_t history_boundary;  /* oldest-1: smallest rv a watch may start from */
+    bool ready;
+};
+
+struct resource *resource_new(const char *name, const struct ring_opts *ring_opts);
+
+/* Frees the resource. All watchers must be detached. NULL-safe. */
+void resource_free(struct resource *res);
+
+/* The name given to resource_new (for logs and metrics). */
+const char *resource_name(const struct resource *res);
+
+/* An opaque pointer the owner may hang on the resource (e.g. its API metadata). */
+void resource_set_user(struct resource *res, void *user);
+void *resource_user(const struct resource *res);
+
+/* ---- writers ------------------------------------------------------------------------- */
+
+/*
+ * Relist: replaces the whole state with <items> (any order, n of them; takes new
+ * references) at <list_rv>, resets the history (watches below list_rv get 410), marks the
+ * resource ready, bumps the epoch (every attached STREAM watcher is ended cleanly) and
+ * wakes everyone. Returns 0.
+ */
+int resource_replace(struct resource *res, struct blob *const *items, size_t n,
+                     uint64_t list_rv, int64_t now_ms);
+
+/*
+ * Applies one event at <rv> (> current rv, else -EINVAL): ADDED/MODIFIED store <obj>
+ * (takes a reference), DELETED removes obj->key (obj is the deleted object as of the
+ * deletion). The previous version becomes the event's prev. Advances rv, invalidates the
+ * cached snapshot, wakes watchers and freshness waiters. Returns 0 or -EINVAL.
+ * A MODIFIED for an absent key is stored as ADDED; a DELETED for an absent key is still
+ * recorded (prev NULL) so the RV sequence has no hole.
+ */
+int resource_apply(struct resource *res, enum watch_type type, struct blob *obj, uint64_t rv,
+                   int64_t now_ms);
+
+/* Advances the RV without an event (an upstream bookmark / progress notification); rv <=
+ * current is ignored. Wakes freshness waiters. */
+void resource_progress(struct resource *res, uint64_t rv);
+
+/* Marks the resource not ready (its upstream broke and it must relist), remembering when. */
+void resource_set_unready(struct resource *res, int64_t now_ms);
+
+/* Compacts the history: drops events with rv <= <rv>. Watchers whose cursor falls out are
+ * ended. */
+void resource_compact(struct resource *res, uint64_t rv);
+
+/* Ends every watcher (shutdown) and wakes them. */
+void resource_close_all(struct resource *res);
+
+/* ---- readers ------------------------------------------------------------------------- */
+
+uint64_t resource_rv(struct resource *res);
+bool resource_is_ready(struct resource *res, int64_t *since_ms);
+void resource_stats(struct resource *res, struct resource_stats *out);
+
+/* Returns a reference to the blob at <key> (caller unrefs) or NULL. */
+struct blob *resource_get(struct resource *res, const char *key);
+
+/*
+ * Returns a reference to the key-ordered snapshot of the current state (cached until the
+ * next change) and the current rv through <rv> (may exceed snapshot->rv after progress).
+ */
+struct snapshot *resource_snapshot(struct resource *res, uint64_t *rv);
+
+/*
+ * Returns a reference to the state as of <rv>, rebuilt from the store and the history
+ * (undoing events newer than rv). -ESTALE when rv < boundary (the history does not reach
+ * back), -EAGAIN when rv > current rv. On success *out is set, snapshot->rv == rv.
+ */
+int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out);
+
+/*
+ * Blocks until rv >= <rv> or <timeout_ms> passed (condition variable, no polling).
+ * Returns 0 or -ETIMEDOUT; <cur> (if not NULL) gets the rv at return.
+ */
+int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, uint64_t *cur);
+
+/* ---- watchers ------------------------------------------------------------------------ */
+
+/*
+ * Attaches a STREAM watcher that replays every event with rv > <from_rv>, then follows live.
+ * Returns 0, -ESTALE when from_rv is older than the history (then <boundary> gets oldest-1
+ * for the 410 message and nothing is attached), or -EAGAIN when not ready.
+ */
+int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
+                        uint64_t *boundary);
+
+/*
+ * Attaches a STREAM watcher at the current head (only events appended after this call) and,
+ * when <initial> is not NULL, returns in the same critical section a reference to the
+ * snapshot of the current state (for synthetic ADDED events) and its rv through <rv>.
+ * Returns 0 or -EAGAIN when not ready.
+ */
+int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot **initial,
+                       uint64_t *rv);
+
+/*
+ * Attaches an RVWAIT watcher: if rv >= <rv> already returns 0 and attaches nothing;
+ * otherwise attaches it with w->suspended set and returns -EAGAIN: the caller must suspend
+ * and will be woken when rv >= <rv> or at <due_ms> (through resource_tick), then detach.
+ */
+int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64_t due_ms);
+
+/*
+ * Takes up to <max> events after the cursor into <out> (each with new references to obj
+ * and prev: release with ring_event_release) and advances the cursor.
+ * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
+ * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
+ * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).
+ */
+ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
+                            size_t max);
+
+/* Drops the references of <n> events taken by resource_watch_next. */
+void ring_event_release(struct ring_event *ev, size_t n);
+
+/* Sets when the tick must wake this watcher next (bookmark or deadline); 0 = never. */
+void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms);
+
+/* Detaches <w> (idempotent; a never-attached watcher is fine). */
+void resource_watch_detach(struct resource *res, struct watcher *w);
+
+/* Marks <w> closed and wakes it if suspended (e.g. a disconnected peer found by a sweep). */
+void resource_watch_kill(struct resource *res, struct watcher *w);
+
+/*
+ * The 1 s tick: wakes suspended watchers whose due_ms <= now_ms, and for each suspended
+ * watcher calls <dead>(w, ctx) (may be NULL) under the lock: when it returns true the watcher
+ * is closed and woken. <dead> must be cheap and must not call into the cache.
+ * Returns the number woken.
+ */
+size_t resource_tick(struct resource *res, int64_t now_ms, bool (*dead)(struct watcher *w, void *ctx),
+                     void *ctx);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * ring.h - the bounded history of events of one resource, keyed by resourceVersion.
+ *
+ *            tail (oldest kept)                         head (next seq to write)
+ *              v                                           v
+ *   ... evicted | e[t] | e[t+1] | ...           | e[h-1] |  (free)
+ *                  ^ cursor of a slow watcher       ^ cursor of a live watcher
+ *
+ * Sequence numbers (seq) grow forever; slot = seq % cap. A watcher holds a seq cursor; if
+ * its cursor falls below the tail it has lost events and must be ended (the writer never
+ * waits for a reader). Events are stored in rv order (the writer guarantees increasing rv).
+ *
+ * Capacity follows kube-apiserver's watch cache (SEMANTICS 3.1) when fresh_ms > 0: start at
+ * min_cap; before inserting into a full ring, double (<= max_cap) if the oldest event is
+ * younger than fresh_ms, else halve (>= min_cap) if the event at head-cap/4 is older than
+ * fresh_ms; then evict the oldest if still full. With fresh_ms == 0 the ring grows by
+ * doubling up to max_cap and then evicts; min_cap == max_cap gives a fixed capacity.
+ *
+ * The "too old" boundary (SEMANTICS 2.4/3.3): oldest = reset_rv+1 when nothing was evicted
+ * since the last reset, else the rv of the first kept event (or last evicted rv + 1 when
+ * empty). A watch from rv is accepted iff rv >= oldest-1.
+ * Not thread-safe by itself: guarded by the resource mutex.
+ */
+#ifndef KWP_CACHE_RING_H
+#define KWP_CACHE_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct blob;
+struct ring;
+
+enum watch_type { WATCH_ADDED = 0, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK, WATCH_ERROR };
+
+/* One event. obj is the object as of the event (for DELETED: the deleted object carrying the
+ * deletion rv); prev is the object before the event (NULL for ADDED). */
+struct ring_event {
+    uint64_t seq;
+    uint64_t rv;
+    enum watch_type type;
+    struct blob *obj;
+    struct blob *prev;
+    int64_t t_ms; /* when it was appended */
+};
+
+#define RING_MIN_CAP_DEFAULT 100
+#define RING_MAX_CAP_DEFAULT 102400
+#define RING_FRESH_MS_DEFAULT 75000
+
+struct ring_opts {
+    size_t min_cap;   /* >= 1 */
+    size_t max_cap;   /* >= min_cap */
+    int64_t fresh_ms; /* 0 = no time rule */
+};
+
+/* Returns a new empty ring (reset_rv 0). Invalid opts are clamped (min_cap >= 1 ...). */
+struct ring *ring_new(const struct ring_opts *opts);
+
+/* Frees the ring and drops its references. NULL-safe. */
+void ring_free(struct ring *r);
+
+/*
+ * Appends an event; takes new references to <obj> and <prev> (either may be NULL for prev).
+ * <rv> must be greater than the last pushed rv (else -EINVAL, nothing changes).
+ * Returns 0 or -EINVAL.
+ */
+int ring_push(struct ring *r, enum watch_type type, struct blob *obj, struct blob *prev,
+              uint64_t rv, int64_t now_ms);
+
+/* Empties the ring after a relist at <list_rv>: oldest becomes list_rv+1. Seqs keep growing
+ * so every cursor taken before the reset falls below the tail. */
+void ring_reset(struct ring *r, uint64_t list_rv);
+
+/* Drops every event with rv <= <rv> (etcd-like compaction). Returns how many were dropped. */
+size_t ring_compact(struct ring *r, uint64_t rv);
+
+uint64_t ring_head(const struct ring *r); /* next seq to be written */
+uint64_t ring_tail(const struct ring *r); /* oldest seq kept (== head when empty) */
+size_t ring_len(const struct ring *r);
+size_t ring_cap(const struct ring *r);
+
+/* Returns the event at <seq> (lent) or NULL when seq is outside [tail, head). */
+const struct ring_event *ring_at(const struct ring *r, uint64_t seq);
+
+/*
+ * Finds where a watch from <rv> starts: sets <seq> to the first event with rv > <rv>
+ * (head if none). Returns 0, or -ESTALE when rv < oldest-1; then <boundary> (if not NULL)
+ * gets oldest-1 for the "too old resource version: rv (boundary)" message.
+ */
+int ring_seek(const struct ring *r, uint64_t rv, uint64_t *seq, uint64_t *boundary);
+
+/* oldest-1: the smallest rv a watch may start from (see the header comment). */
+uint64_t ring_boundary(const struct ring *r);
+
+/* Approximate heap bytes of the slots (not the blobs). */
+size_t ring_footprint(const struct ring *r);
+
+#endif

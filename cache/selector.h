@@ -1,0 +1,53 @@
+/*
+ * selector.h - label and field selectors, parsed once, matched against a blob's
+ * precomputed label and field sets.
+ *
+ * Label grammar and error texts: SEMANTICS 7.2 (apimachinery labels.Parse): =, ==, !=, in,
+ * notin, exists, !key, > and < (integers). Field grammar: SEMANTICS 7.1 (fields.ParseSelector):
+ * comma-separated field=value, field==value, field!=value with \ escapes; a field absent from
+ * the object's set compares as "".
+ * A parsed selector is immutable and may be shared by threads.
+ */
+#ifndef KWP_CACHE_SELECTOR_H
+#define KWP_CACHE_SELECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct blob;
+struct selector;
+
+/* Hard cap on a selector string (bytes); longer input is rejected with an error. */
+#define SELECTOR_MAX_LEN 16384
+
+/*
+ * Parses a label selector. "" or NULL = everything. Returns the selector (owned by the
+ * caller) or NULL with kube-apiserver's message in <err>, e.g.
+ * `unable to parse requirement: ...` or `found ')', expected: ',' or 'end of string'`
+ * (the caller wraps it as the 400 body).
+ */
+struct selector *selector_parse_labels(const char *s, char *err, size_t err_len);
+
+/*
+ * Parses a field selector. "" or NULL = everything. Returns the selector or NULL with
+ * `invalid selector: '<s>'; can't understand '<term>'`-style text in <err>.
+ */
+struct selector *selector_parse_fields(const char *s, char *err, size_t err_len);
+
+void selector_free(struct selector *sel); /* NULL-safe */
+
+/* True when the selector selects everything (no requirements). NULL-safe (true). */
+bool selector_is_empty(const struct selector *sel);
+
+/* Label selectors match against b->labels; field selectors against b->fields plus
+ * "metadata.name" (b->name) and "metadata.namespace" (b->ns). NULL sel matches all. */
+bool selector_match(const struct selector *sel, const struct blob *b);
+
+/* Number of field requirements, and the i-th one's field name (to check field labels are
+ * supported for the resource), its value and whether it is negated (!=). */
+size_t selector_count(const struct selector *sel);
+const char *selector_field(const struct selector *sel, size_t i);
+const char *selector_value(const struct selector *sel, size_t i);
+bool selector_negated(const struct selector *sel, size_t i);
+
+#endif
