@@ -78,7 +78,7 @@ size_t kube_json_quote(const char *s, size_t len, char *buf, size_t cap);
 
 /*
  * Finds top-level member <key> of the JSON object in data[0..len) by scanning bytes (no tree).
- * Sets *off/*vlen to the span of its raw value (for a string: including the quotes).
+ * Sets *off and *vlen to the span of its raw value (for a string: including the quotes).
  * Returns 0, -ENOENT when absent, -EPROTO when data is not a well-formed object.
  */
 int kube_json_member(const char *data, size_t len, const char *key, size_t *off, size_t *vlen);

@@ -1,0 +1,578 @@
+/*
+ * http_server.c - libmicrohttpd glue: connections, request state, replies, suspend/resume.
+ *
+ * Threads: MHD's internal epoll thread(s) call on_access, the content readers and
+ * on_completed. http_resume may be called from any thread. Per-request state lives in
+ * struct http_req, allocated on the first MHD callback and freed only in on_completed
+ * (the single teardown path, where the app's state free function runs first).
+ */
+#include "proxy/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "cache/bug.h"
+#include "proxy/log.h"
+
+#define HTTP_MAX_QUERY 64
+#define HTTP_MAX_EXTRA_HEADERS 8
+
+struct http_server {
+    struct MHD_Daemon *d;
+    http_handle_fn *handle;
+    void *app;
+    size_t max_body;
+    char url[128];
+    atomic_uint active;
+};
+
+struct http_req {
+    struct http_server *srv;
+    struct MHD_Connection *conn;
+    char *method;
+    char *path;
+    struct k8s_query_kv query[HTTP_MAX_QUERY];
+    size_t n_query;
+    bool query_overflow;
+    char *body;
+    size_t body_len;
+    size_t body_cap;
+    bool body_too_large;
+    bool replied;
+    bool suspended;
+    int64_t start_ms;
+    void *state;
+    http_state_free_fn *state_free;
+    http_stream_fn *stream_fn;
+    void *stream_ctx;
+    struct {
+        char *name;
+        char *value;
+    } hdr[HTTP_MAX_EXTRA_HEADERS];
+    size_t n_hdr;
+};
+
+/* ---- small helpers ------------------------------------------------------------------- */
+
+static _Thread_local uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t x;
+
+    if (rng_state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        rng_state = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+                    ((uint64_t)(uintptr_t)&ts) ^ 0x9E3779B97F4A7C15ull;
+    }
+    x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    rng_state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* A random (version 4) UUID for Audit-Id. */
+static void uuid4(char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = rng_next(), b = rng_next();
+    unsigned char bytes[16];
+    size_t o = 0;
+
+    memcpy(bytes, &a, 8);
+    memcpy(bytes + 8, &b, 8);
+    bytes[6] = (unsigned char)((bytes[6] & 0x0f) | 0x40);
+    bytes[8] = (unsigned char)((bytes[8] & 0x3f) | 0x80);
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) {
+            out[o++] = '-';
+        }
+        out[o++] = hex[bytes[i] >> 4];
+        out[o++] = hex[bytes[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+    static struct log_ratelimit rl;
+    char msg[512];
+    size_t n;
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) {
+        msg[--n] = '\0';
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (msg[i] == '"') {
+            msg[i] = '\'';
+        }
+    }
+    log_ratelimited(&rl, 1000, LOG_LEVEL_DEBUG, "http", "msg=\"%s\"", msg);
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct http_req *req = cls;
+
+    if (req->n_query >= HTTP_MAX_QUERY) {
+        req->query_overflow = true;
+        return MHD_NO;
+    }
+    req->query[req->n_query].key = xstrdup(key);
+    req->query[req->n_query].value = value ? xstrdup(value) : NULL;
+    req->n_query++;
+    return MHD_YES;
+}
+
+static void req_free(struct http_req *req)
+{
+    if (req->state_free) {
+        req->state_free(req->state);
+    }
+    for (size_t i = 0; i < req->n_query; i++) {
+        free((char *)req->query[i].key);
+        free((char *)req->query[i].value);
+    }
+    for (size_t i = 0; i < req->n_hdr; i++) {
+        free(req->hdr[i].name);
+        free(req->hdr[i].value);
+    }
+    free(req->method);
+    free(req->path);
+    free(req->body);
+    free(req);
+}
+
+/* ---- MHD callbacks ------------------------------------------------------------------- */
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **req_cls)
+{
+    struct http_server *srv = cls;
+    struct http_req *req = *req_cls;
+
+    if (!req) {
+        req = xcalloc(1, sizeof(*req));
+        req->srv = srv;
+        req->conn = conn;
+        req->method = xstrdup(method);
+        req->path = xstrdup(url);
+        req->start_ms = clock_mono_ms();
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, req);
+        *req_cls = req;
+        atomic_fetch_add(&srv->active, 1);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        if (!req->body_too_large && req->body_len + n > srv->max_body) {
+            req->body_too_large = true;
+            free(req->body);
+            req->body = NULL;
+            req->body_len = req->body_cap = 0;
+        }
+        if (!req->body_too_large) {
+            if (req->body_len + n + 1 > req->body_cap) {
+                size_t cap = req->body_cap ? req->body_cap : 4096;
+                while (cap < req->body_len + n + 1) {
+                    cap *= 2;
+                }
+                req->body = xrealloc(req->body, cap);
+                req->body_cap = cap;
+            }
+            memcpy(req->body + req->body_len, upload_data, n);
+            req->body_len += n;
+            req->body[req->body_len] = '\0';
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->replied) {
+        return MHD_YES;
+    }
+    req->suspended = false;
+    if (req->body_too_large) {
+        struct kstatus st;
+        kstatus_set(&st, 413, "RequestEntityTooLarge", "Request entity too large: limit is %zu",
+                    srv->max_body);
+        http_reply_status(req, &st);
+        return MHD_YES;
+    }
+    if (req->query_overflow) {
+        struct kstatus st;
+        kstatus_set(&st, 400, "BadRequest", "too many query parameters (limit %d)",
+                    HTTP_MAX_QUERY);
+        http_reply_status(req, &st);
+        return MHD_YES;
+    }
+    srv->handle(srv->app, req);
+    if (!req->replied && !req->suspended) {
+        struct kstatus st;
+        log_error("http", "method=%s path=%s msg=\"handler neither replied nor suspended\"",
+                  req->method, req->path);
+        kstatus_set(&st, 500, "InternalError", "Internal error occurred: no response");
+        http_reply_status(req, &st);
+    }
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct http_server *srv = cls;
+    struct http_req *req = *req_cls;
+
+    if (!req) {
+        return;
+    }
+    *req_cls = NULL;
+    req_free(req);
+    atomic_fetch_sub(&srv->active, 1);
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct http_req *req = cls;
+    ssize_t n = req->stream_fn(req->stream_ctx, buf, max);
+
+    if (n == HTTP_STREAM_END) {
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (n == HTTP_STREAM_ABORT) {
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return n;
+}
+
+/* ---- server lifecycle ---------------------------------------------------------------- */
+
+static int parse_listen(const char *listen, struct sockaddr_in *sa, char *err, size_t err_len)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    char *end = NULL;
+    unsigned long port;
+    size_t hlen;
+
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    if (!colon) {
+        snprintf(err, err_len, "listen address %s: want HOST:PORT", listen);
+        return -EINVAL;
+    }
+    hlen = (size_t)(colon - listen);
+    if (hlen >= sizeof(host)) {
+        snprintf(err, err_len, "listen address %s: host too long", listen);
+        return -EINVAL;
+    }
+    memcpy(host, listen, hlen);
+    host[hlen] = '\0';
+    errno = 0;
+    port = strtoul(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || errno != 0 || port > 65535) {
+        snprintf(err, err_len, "listen address %s: bad port", listen);
+        return -EINVAL;
+    }
+    sa->sin_port = htons((uint16_t)port);
+    if (hlen == 0 || strcmp(host, "0.0.0.0") == 0) {
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    } else if (strcmp(host, "localhost") == 0) {
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
+        snprintf(err, err_len, "listen address %s: host must be an IPv4 address or localhost",
+                 listen);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Watchers are connections: raise the open-file limit to the hard limit. */
+static void raise_nofile(unsigned want)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+        return;
+    }
+    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < (rlim_t)want + 64) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
+                                      void *app, char *err, size_t err_len)
+{
+    struct http_server *srv;
+    struct sockaddr_in sa;
+    const union MHD_DaemonInfo *info;
+    unsigned threads = opts->threads ? opts->threads : 1;
+    unsigned max_conn = opts->max_connections ? opts->max_connections
+                                              : HTTP_DEFAULT_MAX_CONNECTIONS;
+    size_t pool = opts->conn_memory ? opts->conn_memory : HTTP_DEFAULT_CONN_MEMORY;
+    char host[64];
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    struct rlimit rl;
+
+    if (parse_listen(opts->listen, &sa, err, err_len) != 0) {
+        return NULL;
+    }
+    raise_nofile(max_conn);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)max_conn + 64) {
+        max_conn = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
+        log_warn("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
+    }
+    srv = xcalloc(1, sizeof(*srv));
+    srv->handle = handle;
+    srv->app = app;
+    srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
+    srv->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned int)4096, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+        threads > 1 ? threads : 0, MHD_OPTION_END);
+    if (!srv->d) {
+        snprintf(err, err_len, "cannot listen on %s: %s", opts->listen,
+                 errno ? strerror(errno) : "MHD_start_daemon failed");
+        free(srv);
+        return NULL;
+    }
+    info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+    snprintf(srv->url, sizeof(srv->url), "http://%s:%u",
+             sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
+             info ? (unsigned)info->port : (unsigned)ntohs(sa.sin_port));
+    return srv;
+}
+
+const char *http_server_url(const struct http_server *srv)
+{
+    return srv->url;
+}
+
+void http_server_quiesce(struct http_server *srv)
+{
+    MHD_socket s = MHD_quiesce_daemon(srv->d);
+    if (s != MHD_INVALID_SOCKET) {
+        close(s);
+    }
+}
+
+void http_server_stop(struct http_server *srv)
+{
+    if (!srv) {
+        return;
+    }
+    MHD_stop_daemon(srv->d);
+    free(srv);
+}
+
+unsigned http_server_active(const struct http_server *srv)
+{
+    return atomic_load(&((struct http_server *)srv)->active);
+}
+
+/* ---- request accessors --------------------------------------------------------------- */
+
+const char *http_req_method(const struct http_req *req)
+{
+    return req->method;
+}
+
+const char *http_req_path(const struct http_req *req)
+{
+    return req->path;
+}
+
+const struct k8s_query_kv *http_req_query(const struct http_req *req, size_t *n)
+{
+    *n = req->n_query;
+    return req->query;
+}
+
+const char *http_req_arg(const struct http_req *req, const char *key)
+{
+    for (size_t i = 0; i < req->n_query; i++) {
+        if (strcmp(req->query[i].key, key) == 0) {
+            return req->query[i].value ? req->query[i].value : "";
+        }
+    }
+    return NULL;
+}
+
+const char *http_req_header(const struct http_req *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_req_body(const struct http_req *req, size_t *len)
+{
+    *len = req->body_len;
+    return req->body ? req->body : "";
+}
+
+int http_req_fd(const struct http_req *req)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+int64_t http_req_start_ms(const struct http_req *req)
+{
+    return req->start_ms;
+}
+
+void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn)
+{
+    req->state = state;
+    req->state_free = free_fn;
+}
+
+void *http_req_state(const struct http_req *req)
+{
+    return req->state;
+}
+
+/* ---- replies ------------------------------------------------------------------------- */
+
+void http_req_add_header(struct http_req *req, const char *name, const char *value)
+{
+    if (req->n_hdr >= HTTP_MAX_EXTRA_HEADERS) {
+        return;
+    }
+    req->hdr[req->n_hdr].name = xstrdup(name);
+    req->hdr[req->n_hdr].value = xstrdup(value);
+    req->n_hdr++;
+}
+
+static void queue(struct http_req *req, int code, const char *content_type,
+                  struct MHD_Response *resp)
+{
+    char audit[37];
+    const char *given = http_req_header(req, "Audit-ID");
+    bool have_cc = false;
+
+    BUG_ON(req->replied);
+    BUG_ON(!resp);
+    for (size_t i = 0; i < req->n_hdr; i++) {
+        MHD_add_response_header(resp, req->hdr[i].name, req->hdr[i].value);
+        if (strcasecmp(req->hdr[i].name, "Cache-Control") == 0) {
+            have_cc = true;
+        }
+    }
+    if (given && given[0] && strlen(given) < 128) {
+        MHD_add_response_header(resp, "Audit-Id", given);
+    } else {
+        uuid4(audit);
+        MHD_add_response_header(resp, "Audit-Id", audit);
+    }
+    if (!have_cc) {
+        MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+    }
+    if (content_type) {
+        MHD_add_response_header(resp, "Content-Type", content_type);
+    }
+    if (code >= 400) {
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    }
+    req->replied = true;
+    if (MHD_queue_response(req->conn, (unsigned)code, resp) != MHD_YES) {
+        log_warn("http", "path=%s code=%d msg=\"cannot queue response\"", req->path, code);
+    }
+    MHD_destroy_response(resp);
+}
+
+void http_reply(struct http_req *req, int code, const char *content_type, const char *body,
+                size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    queue(req, code, content_type, resp);
+}
+
+void http_reply_status(struct http_req *req, const struct kstatus *st)
+{
+    char small[2048];
+    char *buf = small;
+    size_t need = kube_json_status(st, small, sizeof(small) - 1);
+
+    if (need + 2 > sizeof(small)) {
+        buf = xmalloc(need + 2);
+        kube_json_status(st, buf, need + 1);
+    }
+    buf[need] = '\n';
+    if (st->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof(ra), "%d", st->retry_after);
+        http_req_add_header(req, "Retry-After", ra);
+    }
+    http_reply(req, st->code, "application/json", buf, need + 1);
+    if (buf != small) {
+        free(buf);
+    }
+}
+
+void http_reply_iov(struct http_req *req, int code, const char *content_type,
+                    const struct iovec *iov, size_t n, void (*done)(void *ctx), void *ctx)
+{
+    struct MHD_Response *resp;
+
+    BUG_ON(n > 0x7fffffff);
+    resp = MHD_create_response_from_iovec((const struct MHD_IoVec *)iov, (unsigned int)n, done,
+                                          ctx);
+    queue(req, code, content_type, resp);
+}
+
+void http_reply_stream(struct http_req *req, int code, const char *content_type,
+                       http_stream_fn *fn, void *ctx)
+{
+    struct MHD_Response *resp;
+
+    req->stream_fn = fn;
+    req->stream_ctx = ctx;
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_reader, req, NULL);
+    queue(req, code, content_type, resp);
+}
+
+void http_suspend(struct http_req *req)
+{
+    req->suspended = true;
+    MHD_suspend_connection(req->conn);
+}
+
+void http_stream_suspend(struct http_req *req)
+{
+    MHD_suspend_connection(req->conn);
+}
+
+void http_resume(struct http_req *req)
+{
+    MHD_resume_connection(req->conn);
+}

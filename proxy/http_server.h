@@ -1,0 +1,120 @@
+/*
+ * http_server.h - the downstream HTTP server (libmicrohttpd, epoll, suspend/resume).
+ *
+ * The server owns connections and per-request state (struct http_req). It reads the request
+ * (headers, query, body up to a cap), then calls the app's handle function on an MHD thread.
+ * The handler answers with one of the http_reply_* calls, or suspends the request
+ * (http_suspend) and is called again after http_resume, from any thread. Streaming bodies
+ * use a content reader that may suspend itself (see handlers.c for the watch protocol).
+ *
+ * One teardown path: when MHD reports completion, the request's state free function runs
+ * (where watchers are detached), then the request is freed.
+ * http_server.c alone maps errors to HTTP: http_reply_status writes a Kubernetes Status.
+ */
+#ifndef KWP_PROXY_HTTP_SERVER_H
+#define KWP_PROXY_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "proxy/k8s_path.h"
+#include "proxy/kube_json.h"
+
+struct http_req;
+struct http_server;
+
+/* The app's request entry point, called on an MHD thread once the request is complete, and
+ * again after each http_resume. It must reply or suspend before returning. */
+typedef void http_handle_fn(void *app, struct http_req *req);
+
+/* A streaming body: like MHD's content reader. Return bytes written (>0), 0 after calling
+ * http_stream_suspend (nothing to send now), HTTP_STREAM_END or HTTP_STREAM_ABORT. */
+typedef ssize_t http_stream_fn(void *ctx, char *buf, size_t max);
+#define HTTP_STREAM_END ((ssize_t)-1)
+#define HTTP_STREAM_ABORT ((ssize_t)-2)
+
+/* Frees per-request app state; called exactly once at completion (never under app locks). */
+typedef void http_state_free_fn(void *state);
+
+struct http_server_opts {
+    const char *listen;        /* "HOST:PORT", port 0 allowed */
+    unsigned threads;          /* MHD epoll worker threads (0 = 1) */
+    unsigned max_connections;  /* MHD_OPTION_CONNECTION_LIMIT */
+    size_t conn_memory;        /* per-connection pool bytes (headers + write buffer) */
+    size_t max_body;           /* request bodies above this get 413 */
+};
+
+#define HTTP_DEFAULT_MAX_CONNECTIONS 60000
+#define HTTP_DEFAULT_CONN_MEMORY (32 * 1024)
+#define HTTP_DEFAULT_MAX_BODY (3 * 1024 * 1024)
+
+/* Starts the server. Returns NULL with a message in <err> on failure. */
+struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
+                                      void *app, char *err, size_t err_len);
+
+/* The bound "http://HOST:PORT". */
+const char *http_server_url(const struct http_server *srv);
+
+/* Stops accepting new connections (MHD_quiesce_daemon). */
+void http_server_quiesce(struct http_server *srv);
+
+/* Stops the server (the app must have woken every suspended request first) and frees it. */
+void http_server_stop(struct http_server *srv);
+
+/* Number of requests in flight. */
+unsigned http_server_active(const struct http_server *srv);
+
+/* ---- the request ------------------------------------------------------------------- */
+
+const char *http_req_method(const struct http_req *req);
+const char *http_req_path(const struct http_req *req);
+/* The decoded query pairs in order. */
+const struct k8s_query_kv *http_req_query(const struct http_req *req, size_t *n);
+/* First value of query key <key> (NULL if absent; "" if given without "="). */
+const char *http_req_arg(const struct http_req *req, const char *key);
+/* Request header (case-insensitive) or NULL. */
+const char *http_req_header(const struct http_req *req, const char *name);
+const char *http_req_body(const struct http_req *req, size_t *len);
+/* The connection's socket (for the idle-disconnect sweep). */
+int http_req_fd(const struct http_req *req);
+/* Monotonic ms when the request arrived. */
+int64_t http_req_start_ms(const struct http_req *req);
+
+/* App state attached to the request; freed with <free_fn> at completion. */
+void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn);
+void *http_req_state(const struct http_req *req);
+
+/* ---- replying (exactly one reply per request) --------------------------------------- */
+
+/* Adds a response header for the coming reply (at most 8). Strings are copied. */
+void http_req_add_header(struct http_req *req, const char *name, const char *value);
+
+/* A complete body (copied). */
+void http_reply(struct http_req *req, int code, const char *content_type, const char *body,
+                size_t len);
+
+/* A Status body (JSON + "\n"), Retry-After when st->retry_after > 0. */
+void http_reply_status(struct http_req *req, const struct kstatus *st);
+
+/* A body gathered from <iov> (not copied); <done>(<ctx>) runs when MHD no longer needs it. */
+void http_reply_iov(struct http_req *req, int code, const char *content_type,
+                    const struct iovec *iov, size_t n, void (*done)(void *ctx), void *ctx);
+
+/* A streamed (chunked) body. <fn> runs on MHD threads. */
+void http_reply_stream(struct http_req *req, int code, const char *content_type,
+                       http_stream_fn *fn, void *ctx);
+
+/* Suspends the request inside the handle function (the handler is called again on resume). */
+void http_suspend(struct http_req *req);
+
+/* Suspends a streaming response from inside its stream function (which then returns 0). */
+void http_stream_suspend(struct http_req *req);
+
+/* Resumes a suspended request or stream; any thread. The caller must own the wake-up
+ * (see resource.h): a request may only be resumed once per suspension. */
+void http_resume(struct http_req *req);
+
+#endif
