@@ -61,7 +61,8 @@ struct blob {
 /*
  * Creates a blob from <data>/<len> and <meta>; copies everything (one allocation).
  * Returns the blob with one reference owned by the caller, or NULL if <meta> is invalid
- * (NULL name or empty name). Any thread.
+ * (NULL name or empty name, a NULL label/field key, or an rv span outside <data>). A NULL
+ * label/field value is stored as "". Any thread.
  */
 struct blob *blob_new(const char *data, size_t len, const struct blob_meta *meta);
 
