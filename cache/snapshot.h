@@ -23,6 +23,7 @@ struct snapshot {
     struct blob **items; /* key-ordered */
     size_t bytes;        /* sum of items' len */
     /* private */
+    size_t cap;          /* slots allocated in items (grows while appending) */
     atomic_uint ref;
 };
 
