@@ -48,6 +48,15 @@ struct apires_counters {
     atomic_ullong too_old;      /* 410s sent */
     atomic_ullong too_large;    /* 504s sent */
     atomic_ullong not_ready;    /* 429s sent */
+    atomic_ullong forwarded;    /* requests passed upstream */
+    /* upstream side (the proxy's reflector) */
+    atomic_ullong up_lists;     /* LIST requests sent upstream (pages) */
+    atomic_ullong up_watches;   /* WATCH requests sent upstream */
+    atomic_ullong up_watch_open;/* 1 while the upstream watch stream is open */
+    atomic_ullong up_events;    /* watch events received */
+    atomic_ullong up_bookmarks; /* bookmarks received */
+    atomic_ullong relists;      /* relists (start, 410, protocol errors) */
+    atomic_ullong up_errors;    /* failed upstream requests and malformed data */
 };
 
 /* One served resource: identity + cache + counters. Owned by the app (sim or proxy). */

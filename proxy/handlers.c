@@ -441,7 +441,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 
     if (lo->continue_tok && lo->continue_tok[0]) {
         int64_t trv = 0;
-        char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 3], err[256];
+        char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 4], err[256];
         if (kube_json_continue_decode(lo->continue_tok, &trv, start, sizeof(start), err,
                                       sizeof(err)) != 0) {
             struct kstatus st;

@@ -57,6 +57,9 @@ struct http_req {
     int64_t start_ms;
     void *state;
     http_state_free_fn *state_free;
+    http_handle_fn *owner_fn; /* set by http_req_take_over */
+    void *owner_ctx;
+    http_state_free_fn *owner_free;
     http_stream_fn *stream_fn;
     void *stream_ctx;
     struct {
@@ -149,6 +152,9 @@ static void req_free(struct http_req *req)
     if (req->state_free) {
         req->state_free(req->state);
     }
+    if (req->owner_free) {
+        req->owner_free(req->owner_ctx);
+    }
     for (size_t i = 0; i < req->n_query; i++) {
         free((char *)req->query[i].key);
         free((char *)req->query[i].value);
@@ -227,7 +233,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         http_reply_status(req, &st);
         return MHD_YES;
     }
-    srv->handle(srv->app, req);
+    if (req->owner_fn) {
+        req->owner_fn(req->owner_ctx, req);
+    } else {
+        srv->handle(srv->app, req);
+    }
     if (!req->replied && !req->suspended) {
         struct kstatus st;
         log_error("http", "method=%s path=%s msg=\"handler neither replied nor suspended\"",
@@ -458,6 +468,14 @@ void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *f
 void *http_req_state(const struct http_req *req)
 {
     return req->state;
+}
+
+void http_req_take_over(struct http_req *req, http_handle_fn *fn, void *ctx,
+                        http_state_free_fn *free_fn)
+{
+    req->owner_fn = fn;
+    req->owner_ctx = ctx;
+    req->owner_free = free_fn;
 }
 
 /* ---- replies ------------------------------------------------------------------------- */

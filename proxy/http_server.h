@@ -87,6 +87,14 @@ int64_t http_req_start_ms(const struct http_req *req);
 void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn);
 void *http_req_state(const struct http_req *req);
 
+/*
+ * Routes every later call for this request (after http_resume) to <fn>(<ctx>, req) instead
+ * of the app's handle function, and runs <free_fn>(<ctx>) at completion (after the state's
+ * free function). Used by the passthrough, which owns a request once it forwards it.
+ */
+void http_req_take_over(struct http_req *req, http_handle_fn *fn, void *ctx,
+                        http_state_free_fn *free_fn);
+
 /* ---- replying (exactly one reply per request) --------------------------------------- */
 
 /* Adds a response header for the coming reply (at most 8). Strings are copied. */

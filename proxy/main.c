@@ -1,8 +1,45 @@
-/* main.c - placeholder until subcommand dispatch lands. */
+/*
+ * main.c - kwp: one binary, subcommands. Dispatch only; each command parses its own flags.
+ */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "proxy/log.h"
+#include "sim/sim.h"
+
+static void usage(FILE *f)
 {
-    fputs("kwp: not built yet\n", stderr);
-    return 1;
+    fputs("usage: kwp COMMAND [flags]\n\n"
+          "commands:\n"
+          "  sim     a simulated kube-apiserver (test upstream, 410 lab)\n"
+          "\n"
+          "environment: KWP_LOG_LEVEL=debug|info|warn|error; every flag has a KWP_* twin.\n"
+          "Run 'kwp COMMAND --help' for the flags of a command.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    const char *lvl = getenv("KWP_LOG_LEVEL");
+    enum log_level level;
+
+    if (lvl && log_parse_level(lvl, &level) == 0) {
+        log_set_level(level);
+    }
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "sim") == 0) {
+        return sim_main(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "kwp: unknown command %s\n\n", argv[1]);
+    usage(stderr);
+    return 2;
 }

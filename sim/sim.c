@@ -1,0 +1,1323 @@
+/*
+ * sim.c - the simulated kube-apiserver (see sim.h).
+ *
+ * Storage model: one global revision (like etcd's), bumped by every write; each resource
+ * is a cache/ resource whose RV is advanced to the global revision after every write (as an
+ * apiserver cache does with etcd progress notifications), so list and bookmark RVs are
+ * global revisions and per-resource RVs are not contiguous. Compaction drops history at or
+ * below a revision: watches and Exact/continue lists older than that get kube's 410s.
+ * Objects of built-in kinds are stored without kind/apiVersion (the form list items have);
+ * custom resources keep them.
+ */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "cache/blob.h"
+#include "cache/bug.h"
+#include "cache/resource.h"
+#include "cache/rv.h"
+#include "cache/snapshot.h"
+#include "proxy/apires.h"
+#include "proxy/handlers.h"
+#include "proxy/http_server.h"
+#include "proxy/k8s_path.h"
+#include "proxy/kube_json.h"
+#include "proxy/log.h"
+#include "sim/objects.h"
+#include "sim/proto.h"
+
+#define SIM_TICK_MS 100
+#define SIM_SWEEP_MS 1000
+#define SIM_VERSION_MINOR "34"
+
+struct sim {
+    struct sim_opts o;
+    pthread_mutex_t lock; /* serialises writes: revision, uids, rng, compaction */
+    _Atomic uint64_t revision;
+    _Atomic uint64_t compacted;
+    uint64_t rng;          /* under lock */
+    uint64_t uid_seq;      /* under lock */
+    struct apires **res;
+    size_t n_res;
+    struct http_server *srv;
+    struct handlers_opts hopts;
+    pthread_t tick;
+    pthread_t churn;
+    bool churn_started;
+    atomic_bool stop;
+    int64_t created_ms;
+};
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static uint64_t sim_rand(struct sim *s)
+{
+    uint64_t x = s->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    s->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void rfc3339_now(char out[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A uuid derived from the sequence (unique within a run, stable given the seed). */
+static void make_uid(struct sim *s, char out[37])
+{
+    uint64_t a = sim_rand(s), b = ++s->uid_seq;
+    snprintf(out, 37, "%08" PRIx32 "-%04" PRIx32 "-4%03" PRIx32 "-8%03" PRIx32 "-%012" PRIx64,
+             (uint32_t)(a >> 32), (uint32_t)(a >> 16) & 0xffff, (uint32_t)a & 0xfff,
+             (uint32_t)(b >> 48) & 0xfff, (uint64_t)(b & 0xffffffffffffull));
+}
+
+static struct apires *find_res(struct sim *s, const char *group, const char *version,
+                               const char *plural)
+{
+    for (size_t i = 0; i < s->n_res; i++) {
+        struct apires *ar = s->res[i];
+        if (strcmp(ar->kind.group, group) == 0 && strcmp(ar->kind.version, version) == 0 &&
+            strcmp(ar->kind.plural, plural) == 0) {
+            return ar;
+        }
+    }
+    return NULL;
+}
+
+static void reply_json(struct http_req *req, int code, const char *json)
+{
+    http_reply(req, code, "application/json", json, strlen(json));
+}
+
+static void reply_cjson(struct http_req *req, int code, cJSON *j)
+{
+    char *txt = cJSON_PrintUnformatted(j);
+    size_t len = strlen(txt);
+    char *body = xmalloc(len + 2);
+
+    memcpy(body, txt, len);
+    body[len] = '\n';
+    http_reply(req, code, "application/json", body, len + 1);
+    free(body);
+    cJSON_free(txt);
+}
+
+static void reply_status(struct http_req *req, int code, const char *reason, const char *msg)
+{
+    struct kstatus st;
+    kstatus_set(&st, code, reason, "%s", msg);
+    http_reply_status(req, &st);
+}
+
+static void reply_not_found_path(struct http_req *req)
+{
+    reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+}
+
+/* "pods" or "deployments.apps" as kube-apiserver names a resource in messages. */
+static void qualified(const struct apires *ar, char *out, size_t cap)
+{
+    if (ar->kind.group[0]) {
+        snprintf(out, cap, "%s.%s", ar->kind.plural, ar->kind.group);
+    } else {
+        snprintf(out, cap, "%s", ar->kind.plural);
+    }
+}
+
+static void store_key(const struct apires *ar, const char *ns, const char *name, char *out,
+                      size_t cap)
+{
+    if (ar->kind.namespaced && ns && ns[0]) {
+        snprintf(out, cap, "%s/%s", ns, name);
+    } else {
+        snprintf(out, cap, "%s", name);
+    }
+}
+
+/*
+ * Serialises <obj> in storage form (built-ins without kind/apiVersion) and makes a blob.
+ * Returns NULL if the object cannot be indexed (no name).
+ */
+static struct blob *to_blob(const struct apires *ar, cJSON *obj)
+{
+    cJSON *kind = NULL, *apiv = NULL;
+    struct blob *b;
+    char *txt;
+
+    if (ar->kind.builtin) {
+        kind = cJSON_DetachItemFromObjectCaseSensitive(obj, "kind");
+        apiv = cJSON_DetachItemFromObjectCaseSensitive(obj, "apiVersion");
+    } else {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "kind");
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "apiVersion");
+        /* custom resources keep them, first, as the apiserver writes them */
+        kind = cJSON_CreateString(ar->kind.kind);
+        apiv = cJSON_CreateString(ar->api_version);
+        cJSON_AddItemToObject(obj, "kind", kind);
+        cJSON_AddItemToObject(obj, "apiVersion", apiv);
+        kind = apiv = NULL;
+    }
+    txt = cJSON_PrintUnformatted(obj);
+    b = kube_json_blob(txt, strlen(txt), ar->kind.fields);
+    cJSON_free(txt);
+    if (kind) {
+        cJSON_AddItemToObject(obj, "kind", kind);
+    }
+    if (apiv) {
+        cJSON_AddItemToObject(obj, "apiVersion", apiv);
+    }
+    return b;
+}
+
+/* Parses the stored JSON of <b> back into a tree with kind/apiVersion set. */
+static cJSON *from_blob(const struct apires *ar, const struct blob *b)
+{
+    cJSON *obj = cJSON_ParseWithLength(b->data, b->len);
+
+    if (obj && ar->kind.builtin) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "kind");
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "apiVersion");
+        cJSON_AddStringToObject(obj, "kind", ar->kind.kind);
+        cJSON_AddStringToObject(obj, "apiVersion", ar->api_version);
+    }
+    return obj;
+}
+
+/* Commits <rev> as the new global revision: every resource's RV moves to it. Under lock. */
+static void commit_revision(struct sim *s, uint64_t rev)
+{
+    atomic_store(&s->revision, rev);
+    for (size_t i = 0; i < s->n_res; i++) {
+        resource_progress(s->res[i]->res, rev);
+    }
+}
+
+/* Applies one write to the cache at the next revision. Under lock. Takes ownership of b. */
+static int apply_write(struct sim *s, struct apires *ar, enum watch_type type, struct blob *b,
+                       uint64_t rev)
+{
+    int rc = resource_apply(ar->res, type, b, rev, clock_mono_ms());
+    blob_unref(b);
+    if (rc == 0) {
+        commit_revision(s, rev);
+    }
+    return rc;
+}
+
+/* Adds the --stamp annotation (wall clock ns) used by `kwp load` to measure latency. */
+static void stamp(struct sim *s, cJSON *obj)
+{
+    struct timespec ts;
+    char v[32];
+    cJSON *meta, *ann;
+
+    if (!s->o.stamp) {
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(v, sizeof(v), "%lld", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!cJSON_IsObject(meta)) {
+        return;
+    }
+    ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (!cJSON_IsObject(ann)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+        ann = cJSON_AddObjectToObject(meta, "annotations");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, "kwp.io/stamp-ns");
+    cJSON_AddStringToObject(ann, "kwp.io/stamp-ns", v);
+}
+
+/* ---- request bodies -------------------------------------------------------------------- */
+
+static bool ctype_is(const char *ct, const char *want)
+{
+    size_t n = strlen(want);
+    return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* Decodes the request body into a tree; on failure replies and returns NULL. */
+static cJSON *decode_body(struct http_req *req)
+{
+    const char *ct = http_req_header(req, "Content-Type");
+    size_t len;
+    const char *body = http_req_body(req, &len);
+    char err[256];
+    cJSON *obj = NULL;
+    const char *end = NULL;
+
+    if (ctype_is(ct, "application/vnd.kubernetes.protobuf")) {
+        int rc = proto_decode(body, len, &obj, err, sizeof(err));
+        if (rc == -ENOTSUP) {
+            reply_status(req, 415, "UnsupportedMediaType", err);
+            return NULL;
+        }
+        if (rc != 0) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "the body of the request could not be decoded: %s", err);
+            reply_status(req, 400, "BadRequest", msg);
+            return NULL;
+        }
+        return obj;
+    }
+    if (ct && !ctype_is(ct, "application/json") && !ctype_is(ct, "*/*")) {
+        reply_status(req, 415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json, application/vnd.kubernetes.protobuf");
+        return NULL;
+    }
+    obj = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!obj) {
+        reply_status(req, 400, "BadRequest",
+                     len == 0 ? "couldn't get version/kind; json parse error: unexpected end of "
+                                "JSON input"
+                              : "couldn't get version/kind; json parse error: invalid character "
+                                "in JSON body");
+        return NULL;
+    }
+    while (end && end < body + len && (*end == ' ' || *end == '\n' || *end == '\r' ||
+                                       *end == '\t')) {
+        end++;
+    }
+    if (!cJSON_IsObject(obj) || (end && end != body + len)) {
+        cJSON_Delete(obj);
+        reply_status(req, 400, "BadRequest",
+                     "couldn't get version/kind; json parse error: the body is not a single JSON "
+                     "object");
+        return NULL;
+    }
+    return obj;
+}
+
+static const char *obj_name(const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    return cJSON_IsString(name) ? name->valuestring : NULL;
+}
+
+/* ---- writes ---------------------------------------------------------------------------- */
+
+static void reply_object(struct http_req *req, int code, const struct apires *ar,
+                         const struct blob *b)
+{
+    size_t len;
+    char *body = handlers_object_json(ar, b, &len);
+    http_reply(req, code, "application/json", body, len);
+    free(body);
+}
+
+static bool namespace_exists(struct sim *s, const char *ns)
+{
+    struct apires *nsr = find_res(s, "", "v1", "namespaces");
+    struct blob *b;
+
+    if (!nsr) {
+        return true;
+    }
+    b = resource_get(nsr->res, ns);
+    blob_unref(b);
+    return b != NULL;
+}
+
+/* Maps an objects_prepare_* error (objects.h's table) to the apiserver's Status. */
+static void create_error(struct kstatus *st, const struct apires *ar, int rc, const char *err)
+{
+    if (rc == -EINVAL) {
+        kstatus_set(st, 400, "BadRequest", "%s", err);
+    } else if (rc == -EDOM) {
+        kstatus_set(st, 422, "Invalid", "%s", err);
+        st->group = ar->kind.group[0] ? ar->kind.group : NULL;
+        st->kind = ar->kind.kind;
+        st->causes[0].reason = "FieldValueRequired";
+        st->causes[0].message = "Required value: name or generateName is required";
+        st->causes[0].field = "metadata.name";
+        st->n_causes = 1;
+    } else if (rc == -EBUSY) {
+        kstatus_set(st, 409, "Conflict", "%s", err);
+    } else {
+        kstatus_set(st, 500, NULL, "%s", err);
+    }
+}
+
+/* Creates <obj> (taken over) in <ar>; on success returns the stored blob (a reference) and
+ * 0, else a negative errno with <st> filled. */
+static int do_create(struct sim *s, struct apires *ar, const char *ns, cJSON *obj,
+                     struct blob **out, struct kstatus *st)
+{
+    char uid[37], now[32], err[512], key[K8S_NAME_MAX * 2 + 2], q[200];
+    uint64_t rev;
+    struct blob *b, *existing;
+    int rc;
+
+    rfc3339_now(now);
+    pthread_mutex_lock(&s->lock);
+    rev = atomic_load(&s->revision) + 1;
+    make_uid(s, uid);
+    qualified(ar, q, sizeof(q));
+    rc = objects_prepare_create(obj, ar->kind.builtin ? ar->kind.plural : q,
+                                ar->kind.namespaced ? ns : NULL, NULL, rev, uid, now, err,
+                                sizeof(err));
+    if (rc != 0) {
+        pthread_mutex_unlock(&s->lock);
+        create_error(st, ar, rc, err);
+        return rc;
+    }
+    stamp(s, obj);
+    store_key(ar, ns, obj_name(obj), key, sizeof(key));
+    existing = resource_get(ar->res, key);
+    if (existing) {
+        blob_unref(existing);
+        pthread_mutex_unlock(&s->lock);
+        kstatus_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, obj_name(obj));
+        st->name = NULL;
+        return -EEXIST;
+    }
+    if (ar->kind.namespaced && !namespace_exists(s, ns)) {
+        pthread_mutex_unlock(&s->lock);
+        kstatus_not_found(st, "", "namespaces", ns);
+        return -ENOENT;
+    }
+    b = to_blob(ar, obj);
+    if (!b) {
+        pthread_mutex_unlock(&s->lock);
+        kstatus_set(st, 500, "InternalError", "Internal error occurred: cannot index object");
+        return -EPROTO;
+    }
+    blob_ref(b);
+    rc = apply_write(s, ar, WATCH_ADDED, b, rev);
+    pthread_mutex_unlock(&s->lock);
+    if (rc != 0) {
+        blob_unref(b);
+        kstatus_set(st, 500, "InternalError", "Internal error occurred: apply failed");
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static void sim_create(struct sim *s, struct http_req *req, struct apires *ar,
+                       const struct k8s_path *p)
+{
+    struct kstatus st;
+    struct blob *b = NULL;
+    cJSON *obj = decode_body(req);
+
+    if (!obj) {
+        return;
+    }
+    if (do_create(s, ar, p->ns, obj, &b, &st) != 0) {
+        /* AlreadyExists carries details name/kind like the apiserver's */
+        if (st.code == 409) {
+            st.name = obj_name(obj);
+            st.group = ar->kind.group[0] ? ar->kind.group : NULL;
+            st.kind = ar->kind.plural;
+        }
+        http_reply_status(req, &st);
+        cJSON_Delete(obj);
+        return;
+    }
+    cJSON_Delete(obj);
+    reply_object(req, 201, ar, b);
+    blob_unref(b);
+}
+
+/* Replaces the object at <key> with <obj> (PUT, PATCH). */
+static void finish_update(struct sim *s, struct http_req *req, struct apires *ar,
+                          const struct k8s_path *p, cJSON *obj, const struct blob *old,
+                          uint64_t rev)
+{
+    struct blob *b;
+    int rc;
+
+    stamp(s, obj);
+    b = to_blob(ar, obj);
+    if (!b) {
+        pthread_mutex_unlock(&s->lock);
+        reply_status(req, 500, "InternalError", "Internal error occurred: cannot index object");
+        return;
+    }
+    blob_ref(b);
+    rc = apply_write(s, ar, WATCH_MODIFIED, b, rev);
+    pthread_mutex_unlock(&s->lock);
+    if (rc != 0) {
+        blob_unref(b);
+        reply_status(req, 500, "InternalError", "Internal error occurred: apply failed");
+        return;
+    }
+    reply_object(req, 200, ar, b);
+    blob_unref(b);
+    (void)old;
+    (void)p;
+}
+
+static void sim_update(struct sim *s, struct http_req *req, struct apires *ar,
+                       const struct k8s_path *p, bool patch)
+{
+    char key[K8S_NAME_MAX * 2 + 2], q[200], err[512];
+    cJSON *in = NULL, *cur = NULL;
+    struct blob *old;
+    uint64_t rev;
+    int rc;
+
+    qualified(ar, q, sizeof(q));
+    if (patch) {
+        const char *ct = http_req_header(req, "Content-Type");
+        size_t len;
+        const char *body = http_req_body(req, &len);
+        if (!ctype_is(ct, "application/merge-patch+json") &&
+            !ctype_is(ct, "application/strategic-merge-patch+json")) {
+            reply_status(req, 415, "UnsupportedMediaType",
+                         "the body of the request was in an unknown format - accepted media "
+                         "types include: application/merge-patch+json, "
+                         "application/strategic-merge-patch+json");
+            return;
+        }
+        in = cJSON_ParseWithLength(body, len);
+        if (!cJSON_IsObject(in)) {
+            cJSON_Delete(in);
+            reply_status(req, 400, "BadRequest", "error decoding patch: invalid JSON");
+            return;
+        }
+    } else {
+        in = decode_body(req);
+        if (!in) {
+            return;
+        }
+        if (!obj_name(in) || strcmp(obj_name(in), p->name) != 0) {
+            char msg[600];
+            snprintf(msg, sizeof(msg),
+                     "the name of the object (%s) does not match the name on the URL (%s)",
+                     obj_name(in) ? obj_name(in) : "", p->name);
+            cJSON_Delete(in);
+            reply_status(req, 400, "BadRequest", msg);
+            return;
+        }
+    }
+    store_key(ar, p->ns, p->name, key, sizeof(key));
+    pthread_mutex_lock(&s->lock);
+    old = resource_get(ar->res, key);
+    if (!old) {
+        struct kstatus st;
+        pthread_mutex_unlock(&s->lock);
+        cJSON_Delete(in);
+        kstatus_not_found(&st, ar->kind.group, ar->kind.plural, p->name);
+        http_reply_status(req, &st);
+        return;
+    }
+    rev = atomic_load(&s->revision) + 1;
+    cur = from_blob(ar, old);
+    if (patch) {
+        if (objects_merge_patch(cur, in) != 0) {
+            pthread_mutex_unlock(&s->lock);
+            blob_unref(old);
+            cJSON_Delete(in);
+            cJSON_Delete(cur);
+            reply_status(req, 400, "BadRequest", "error decoding patch: not a JSON object");
+            return;
+        }
+        cJSON_Delete(in);
+        in = cur;
+        cur = from_blob(ar, old);
+    }
+    rc = objects_prepare_update(in, cur, q, p->ns[0] ? p->ns : NULL, p->name, rev, err,
+                                sizeof(err));
+    cJSON_Delete(cur);
+    if (rc == -EBUSY) {
+        struct kstatus st;
+        pthread_mutex_unlock(&s->lock);
+        blob_unref(old);
+        cJSON_Delete(in);
+        kstatus_set(&st, 409, "Conflict", "%s", err);
+        st.name = p->name;
+        st.group = ar->kind.group[0] ? ar->kind.group : NULL;
+        st.kind = ar->kind.plural;
+        http_reply_status(req, &st);
+        return;
+    }
+    if (rc != 0) {
+        struct kstatus st;
+        pthread_mutex_unlock(&s->lock);
+        blob_unref(old);
+        cJSON_Delete(in);
+        create_error(&st, ar, rc, err);
+        http_reply_status(req, &st);
+        return;
+    }
+    finish_update(s, req, ar, p, in, old, rev); /* unlocks */
+    blob_unref(old);
+    cJSON_Delete(in);
+}
+
+/* Returns a copy of <b> whose resourceVersion is <rev> (the object a DELETED event carries). */
+static struct blob *with_rv(const struct apires *ar, const struct blob *b, uint64_t rev)
+{
+    cJSON *obj = cJSON_ParseWithLength(b->data, b->len);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    char rv[24];
+    struct blob *out;
+    char *txt;
+
+    rv_format(rev, rv);
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+    cJSON_AddStringToObject(meta, "resourceVersion", rv);
+    txt = cJSON_PrintUnformatted(obj);
+    out = kube_json_blob(txt, strlen(txt), ar->kind.fields);
+    cJSON_free(txt);
+    cJSON_Delete(obj);
+    return out;
+}
+
+/* Deletes <key>; returns the last stored blob (a reference) or NULL when absent. Under no
+ * lock; takes the lock. */
+static struct blob *do_delete(struct sim *s, struct apires *ar, const char *key)
+{
+    struct blob *old, *gone;
+    uint64_t rev;
+
+    pthread_mutex_lock(&s->lock);
+    old = resource_get(ar->res, key);
+    if (!old) {
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+    }
+    rev = atomic_load(&s->revision) + 1;
+    gone = with_rv(ar, old, rev);
+    if (!gone || apply_write(s, ar, WATCH_DELETED, gone, rev) != 0) {
+        pthread_mutex_unlock(&s->lock);
+        blob_unref(old);
+        return NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return old;
+}
+
+static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
+                       const struct k8s_path *p)
+{
+    char key[K8S_NAME_MAX * 2 + 2];
+    struct blob *old;
+
+    store_key(ar, p->ns, p->name, key, sizeof(key));
+    old = do_delete(s, ar, key);
+    if (!old) {
+        struct kstatus st;
+        kstatus_not_found(&st, ar->kind.group, ar->kind.plural, p->name);
+        http_reply_status(req, &st);
+        return;
+    }
+    /* Pods and custom resources return the object; other kinds a Success Status. */
+    if (strcmp(ar->kind.plural, "pods") == 0 || !ar->kind.builtin ||
+        strcmp(ar->kind.plural, "namespaces") == 0) {
+        reply_object(req, 200, ar, old);
+    } else {
+        struct kstatus st;
+        kstatus_set(&st, 200, NULL, "%s", "");
+        st.code = 0;
+        st.name = p->name;
+        st.group = ar->kind.group[0] ? ar->kind.group : NULL;
+        st.kind = ar->kind.plural;
+        char body[1024];
+        size_t n = kube_json_status(&st, body, sizeof(body) - 1);
+        if (n >= sizeof(body) - 1) {
+            n = sizeof(body) - 2;
+        }
+        body[n++] = '\n';
+        http_reply(req, 200, "application/json", body, n);
+    }
+    blob_unref(old);
+}
+
+/* ---- discovery ------------------------------------------------------------------------- */
+
+static cJSON *resource_list_json(struct sim *s, const char *group, const char *version)
+{
+    cJSON *root = cJSON_CreateObject(), *arr;
+    char gv[160];
+
+    if (group[0]) {
+        snprintf(gv, sizeof(gv), "%s/%s", group, version);
+    } else {
+        snprintf(gv, sizeof(gv), "%s", version);
+    }
+    cJSON_AddStringToObject(root, "kind", "APIResourceList");
+    cJSON_AddStringToObject(root, "apiVersion", "v1");
+    cJSON_AddStringToObject(root, "groupVersion", gv);
+    arr = cJSON_AddArrayToObject(root, "resources");
+    for (size_t i = 0; i < s->n_res; i++) {
+        const struct apires_kind *k = &s->res[i]->kind;
+        static const char *const verbs[] = {"create", "delete", "get",    "list",
+                                            "patch",  "update", "watch"};
+        cJSON *r, *v;
+        if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0) {
+            continue;
+        }
+        r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "name", k->plural);
+        cJSON_AddStringToObject(r, "singularName", k->singular);
+        cJSON_AddBoolToObject(r, "namespaced", k->namespaced);
+        cJSON_AddStringToObject(r, "kind", k->kind);
+        v = cJSON_AddArrayToObject(r, "verbs");
+        for (size_t j = 0; j < sizeof(verbs) / sizeof(verbs[0]); j++) {
+            cJSON_AddItemToArray(v, cJSON_CreateString(verbs[j]));
+        }
+        if (k->short_names[0]) {
+            cJSON *sn = cJSON_AddArrayToObject(r, "shortNames");
+            char buf[64];
+            snprintf(buf, sizeof(buf), "%s", k->short_names);
+            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+                 t = strtok_r(NULL, ",", &save)) {
+                cJSON_AddItemToArray(sn, cJSON_CreateString(t));
+            }
+        }
+        cJSON_AddItemToArray(arr, r);
+    }
+    return root;
+}
+
+static bool group_known(struct sim *s, const char *group, const char *version)
+{
+    for (size_t i = 0; i < s->n_res; i++) {
+        if (strcmp(s->res[i]->kind.group, group) == 0 &&
+            (!version || strcmp(s->res[i]->kind.version, version) == 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static cJSON *group_json(struct sim *s, const char *group)
+{
+    cJSON *g = cJSON_CreateObject(), *versions, *pref = NULL;
+
+    cJSON_AddStringToObject(g, "name", group);
+    versions = cJSON_AddArrayToObject(g, "versions");
+    for (size_t i = 0; i < s->n_res; i++) {
+        const struct apires_kind *k = &s->res[i]->kind;
+        bool seen = false;
+        char gv[160];
+        if (strcmp(k->group, group) != 0) {
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(s->res[j]->kind.group, group) == 0 &&
+                strcmp(s->res[j]->kind.version, k->version) == 0) {
+                seen = true;
+            }
+        }
+        if (seen) {
+            continue;
+        }
+        snprintf(gv, sizeof(gv), "%s/%s", group, k->version);
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "groupVersion", gv);
+        cJSON_AddStringToObject(v, "version", k->version);
+        cJSON_AddItemToArray(versions, v);
+        if (!pref) {
+            pref = cJSON_Duplicate(v, 1);
+        }
+    }
+    if (pref) {
+        cJSON_AddItemToObject(g, "preferredVersion", pref);
+    }
+    return g;
+}
+
+/* Answers discovery and the non-resource endpoints; returns false when <path> is not one. */
+static bool serve_discovery(struct sim *s, struct http_req *req, const char *path)
+{
+    char group[K8S_SEG_MAX], version[K8S_SEG_MAX];
+    cJSON *root;
+
+    if (strcmp(path, "/version") == 0 || strcmp(path, "/version/") == 0) {
+        reply_json(req, 200,
+                   "{\"major\":\"1\",\"minor\":\"" SIM_VERSION_MINOR "\",\"emulationMajor\":\"1\","
+                   "\"emulationMinor\":\"" SIM_VERSION_MINOR "\",\"minCompatibilityMajor\":\"1\","
+                   "\"minCompatibilityMinor\":\"33\",\"gitVersion\":\"v1." SIM_VERSION_MINOR
+                   ".0-kwp-sim\",\"gitCommit\":\"0000000000000000000000000000000000000000\","
+                   "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
+                   "\"goVersion\":\"go1.24.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}\n");
+        return true;
+    }
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
+        strcmp(path, "/livez") == 0) {
+        http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
+        return true;
+    }
+    if (strcmp(path, "/api") == 0 || strcmp(path, "/api/") == 0) {
+        reply_json(req, 200,
+                   "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],\"serverAddressByClientCIDRs\":"
+                   "[{\"clientCIDR\":\"0.0.0.0/0\",\"serverAddress\":\"127.0.0.1:6443\"}]}\n");
+        return true;
+    }
+    if (strcmp(path, "/api/v1") == 0 || strcmp(path, "/api/v1/") == 0) {
+        root = resource_list_json(s, "", "v1");
+        reply_cjson(req, 200, root);
+        cJSON_Delete(root);
+        return true;
+    }
+    if (strcmp(path, "/apis") == 0 || strcmp(path, "/apis/") == 0) {
+        cJSON *groups;
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "kind", "APIGroupList");
+        cJSON_AddStringToObject(root, "apiVersion", "v1");
+        groups = cJSON_AddArrayToObject(root, "groups");
+        for (size_t i = 0; i < s->n_res; i++) {
+            const char *g = s->res[i]->kind.group;
+            bool seen = false;
+            if (!g[0]) {
+                continue;
+            }
+            for (size_t j = 0; j < i; j++) {
+                seen = seen || strcmp(s->res[j]->kind.group, g) == 0;
+            }
+            if (!seen) {
+                cJSON_AddItemToArray(groups, group_json(s, g));
+            }
+        }
+        reply_cjson(req, 200, root);
+        cJSON_Delete(root);
+        return true;
+    }
+    if (strncmp(path, "/apis/", 6) == 0) {
+        const char *g = path + 6, *slash = strchr(g, '/');
+        size_t glen = slash ? (size_t)(slash - g) : strlen(g);
+        if (glen == 0 || glen >= sizeof(group)) {
+            return false;
+        }
+        memcpy(group, g, glen);
+        group[glen] = '\0';
+        if (!slash || slash[1] == '\0') {
+            if (!group_known(s, group, NULL)) {
+                return false;
+            }
+            root = group_json(s, group);
+            cJSON_AddStringToObject(root, "kind", "APIGroup");
+            cJSON_AddStringToObject(root, "apiVersion", "v1");
+            reply_cjson(req, 200, root);
+            cJSON_Delete(root);
+            return true;
+        }
+        const char *v = slash + 1, *vs = strchr(v, '/');
+        size_t vlen = vs ? (size_t)(vs - v) : strlen(v);
+        if (vlen == 0 || vlen >= sizeof(version) || (vs && vs[1] != '\0')) {
+            return false;
+        }
+        memcpy(version, v, vlen);
+        version[vlen] = '\0';
+        if (!group_known(s, group, version)) {
+            return false;
+        }
+        root = resource_list_json(s, group, version);
+        reply_cjson(req, 200, root);
+        cJSON_Delete(root);
+        return true;
+    }
+    return false;
+}
+
+/* ---- /_sim endpoints ------------------------------------------------------------------- */
+
+static void compact_to(struct sim *s, uint64_t rev)
+{
+    pthread_mutex_lock(&s->lock);
+    if (rev > atomic_load(&s->revision)) {
+        rev = atomic_load(&s->revision);
+    }
+    if (rev > atomic_load(&s->compacted)) {
+        atomic_store(&s->compacted, rev);
+        for (size_t i = 0; i < s->n_res; i++) {
+            resource_compact(s->res[i]->res, rev);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static uint64_t default_compaction_target(struct sim *s)
+{
+    uint64_t cur = atomic_load(&s->revision);
+    uint64_t keep = (uint64_t)s->o.history_events;
+    return cur > keep ? cur - keep : 0;
+}
+
+static void serve_sim(struct sim *s, struct http_req *req, const char *path)
+{
+    const char *method = http_req_method(req);
+
+    if (strcmp(path, "/_sim/stats") == 0 && strcmp(method, "GET") == 0) {
+        cJSON *root = cJSON_CreateObject(), *rs;
+        cJSON_AddNumberToObject(root, "revision", (double)atomic_load(&s->revision));
+        cJSON_AddNumberToObject(root, "compacted", (double)atomic_load(&s->compacted));
+        rs = cJSON_AddObjectToObject(root, "resources");
+        for (size_t i = 0; i < s->n_res; i++) {
+            struct apires *ar = s->res[i];
+            struct resource_stats st;
+            char q[200];
+            cJSON *r = cJSON_CreateObject();
+            qualified(ar, q, sizeof(q));
+            resource_stats(ar->res, &st);
+            cJSON_AddNumberToObject(r, "lists", (double)atomic_load(&ar->ctr.lists));
+            cJSON_AddNumberToObject(r, "watches", (double)atomic_load(&ar->ctr.watches));
+            cJSON_AddNumberToObject(r, "watches_open", (double)atomic_load(&ar->ctr.watches_open));
+            cJSON_AddNumberToObject(r, "gets", (double)atomic_load(&ar->ctr.gets));
+            cJSON_AddNumberToObject(r, "objects", (double)st.objects);
+            cJSON_AddNumberToObject(r, "history", (double)st.history_len);
+            cJSON_AddNumberToObject(r, "history_boundary", (double)st.history_boundary);
+            cJSON_AddItemToObject(rs, q, r);
+        }
+        reply_cjson(req, 200, root);
+        cJSON_Delete(root);
+        return;
+    }
+    if (strcmp(path, "/_sim/compact") == 0 && strcmp(method, "POST") == 0) {
+        const char *r = http_req_arg(req, "revision");
+        uint64_t target = default_compaction_target(s);
+        char body[128];
+        if (r && r[0]) {
+            if (rv_parse(r, &target) != 0) {
+                reply_status(req, 400, "BadRequest", "revision must be an unsigned integer");
+                return;
+            }
+        }
+        compact_to(s, target);
+        snprintf(body, sizeof(body), "{\"revision\":%" PRIu64 ",\"compacted\":%" PRIu64 "}\n",
+                 atomic_load(&s->revision), atomic_load(&s->compacted));
+        reply_json(req, 200, body);
+        return;
+    }
+    reply_not_found_path(req);
+}
+
+/* ---- routing --------------------------------------------------------------------------- */
+
+static void sim_handle(void *app, struct http_req *req)
+{
+    struct sim *s = app;
+    const char *path = http_req_path(req);
+    const char *method = http_req_method(req);
+    struct k8s_path p;
+    struct apires *ar;
+    int rc;
+
+    if (strncmp(path, "/_sim/", 6) == 0) {
+        serve_sim(s, req, path);
+        return;
+    }
+    rc = k8s_path_parse(path, &p);
+    if (rc == -ENOENT) {
+        if (strcmp(method, "GET") == 0 && serve_discovery(s, req, path)) {
+            return;
+        }
+        http_reply(req, 404, "text/plain; charset=utf-8", "404 page not found\n", 19);
+        return;
+    }
+    if (rc != 0) {
+        reply_not_found_path(req);
+        return;
+    }
+    ar = find_res(s, p.group, p.version, p.resource);
+    if (!ar || (!ar->kind.namespaced && p.ns[0] && strcmp(p.resource, "namespaces") != 0) ||
+        (p.subresource[0] && strcmp(p.subresource, "status") != 0)) {
+        reply_not_found_path(req);
+        return;
+    }
+    if (strcmp(method, "GET") == 0) {
+        handlers_serve(req, ar, &p, &s->hopts);
+    } else if (strcmp(method, "POST") == 0 && !p.name[0]) {
+        sim_create(s, req, ar, &p);
+    } else if (strcmp(method, "PUT") == 0 && p.name[0]) {
+        sim_update(s, req, ar, &p, false);
+    } else if (strcmp(method, "PATCH") == 0 && p.name[0]) {
+        sim_update(s, req, ar, &p, true);
+    } else if (strcmp(method, "DELETE") == 0 && p.name[0]) {
+        sim_delete(s, req, ar, &p);
+    } else {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "the server does not allow this method on the requested resource");
+        reply_status(req, 405, "MethodNotAllowed", msg);
+    }
+}
+
+/* ---- seeding and churn ----------------------------------------------------------------- */
+
+static void seed_one(struct sim *s, const char *plural, const char *ns, const char *name)
+{
+    struct apires *ar = NULL;
+    struct kstatus st;
+    struct blob *b = NULL;
+    cJSON *obj;
+
+    for (size_t i = 0; i < s->n_res; i++) {
+        if (strcmp(s->res[i]->kind.plural, plural) == 0 && s->res[i]->kind.builtin) {
+            ar = s->res[i];
+        }
+    }
+    if (!ar) {
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    unsigned seed = (unsigned)sim_rand(s);
+    pthread_mutex_unlock(&s->lock);
+    obj = objects_generate(plural, ns, name, seed);
+    if (!obj) {
+        return;
+    }
+    if (do_create(s, ar, ns, obj, &b, &st) == 0) {
+        blob_unref(b);
+    } else {
+        log_warn("sim", "resource=%s ns=%s name=%s code=%d msg=\"seed write failed: %s\"",
+                 plural, ns ? ns : "", name, st.code, st.message);
+    }
+    cJSON_Delete(obj);
+}
+
+static void seed(struct sim *s)
+{
+    char name[64], ns[64];
+    int64_t nns = s->o.namespaces > 0 ? s->o.namespaces : 1;
+    int64_t nodes = s->o.objects / 10 + 1;
+
+    seed_one(s, "namespaces", NULL, "default");
+    seed_one(s, "namespaces", NULL, "kube-system");
+    for (int64_t i = 1; i < nns; i++) {
+        snprintf(name, sizeof(name), "ns-%" PRId64, i);
+        seed_one(s, "namespaces", NULL, name);
+    }
+    for (int64_t i = 0; i < nodes && i < 1000; i++) {
+        snprintf(name, sizeof(name), "node-%" PRId64, i);
+        seed_one(s, "nodes", NULL, name);
+    }
+    seed_one(s, "configmaps", "default", "kube-root-ca.crt");
+    seed_one(s, "services", "default", "kubernetes");
+    for (int64_t i = 0; i < s->o.objects; i++) {
+        if (i % nns == 0) {
+            snprintf(ns, sizeof(ns), "default");
+        } else {
+            snprintf(ns, sizeof(ns), "ns-%" PRId64, i % nns);
+        }
+        snprintf(name, sizeof(name), "pod-%06" PRId64, i);
+        seed_one(s, "pods", ns, name);
+    }
+}
+
+/* One churn write on pods: update 60 %, create 20 %, delete 20 % (creates refill deletes so the
+ * population stays near --objects). */
+static void churn_once(struct sim *s, uint64_t *next_id)
+{
+    struct apires *pods = find_res(s, "", "v1", "pods");
+    struct snapshot *snap;
+    uint64_t rv, r;
+    unsigned seed;
+    size_t count;
+
+    if (!pods) {
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    r = sim_rand(s) % 100;
+    seed = (unsigned)sim_rand(s);
+    pthread_mutex_unlock(&s->lock);
+    snap = resource_snapshot(pods->res, &rv);
+    count = snap->len;
+    if (count == 0 || r < 20 || (r < 40 && (int64_t)count < s->o.objects)) {
+        char name[64], ns[64];
+        int64_t nns = s->o.namespaces > 0 ? s->o.namespaces : 1;
+        uint64_t id = (*next_id)++;
+        if ((int64_t)(id % (uint64_t)nns) == 0) {
+            snprintf(ns, sizeof(ns), "default");
+        } else {
+            snprintf(ns, sizeof(ns), "ns-%" PRIu64, id % (uint64_t)nns);
+        }
+        snprintf(name, sizeof(name), "churn-%08" PRIu64, id);
+        snapshot_unref(snap);
+        seed_one(s, "pods", ns, name);
+        return;
+    }
+    struct blob *victim = blob_ref(snap->items[seed % count]);
+    snapshot_unref(snap);
+    if (r < 40) {
+        struct blob *old = do_delete(s, pods, victim->key);
+        blob_unref(old);
+    } else {
+        cJSON *obj = from_blob(pods, victim);
+        pthread_mutex_lock(&s->lock);
+        struct blob *cur = resource_get(pods->res, victim->key);
+        cJSON *old = cur ? from_blob(pods, cur) : NULL;
+        if (cur && obj && old) {
+            uint64_t rev = atomic_load(&s->revision) + 1;
+            char err[256];
+            objects_mutate(obj, seed);
+            if (objects_prepare_update(obj, old, "pods", NULL, NULL, rev, err, sizeof(err)) == 0) {
+                stamp(s, obj);
+                struct blob *b = to_blob(pods, obj);
+                if (b) {
+                    (void)apply_write(s, pods, WATCH_MODIFIED, b, rev);
+                }
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        blob_unref(cur);
+        cJSON_Delete(old);
+        cJSON_Delete(obj);
+    }
+    blob_unref(victim);
+}
+
+static void *churn_main(void *arg)
+{
+    struct sim *s = arg;
+    uint64_t next_id = 0;
+    int64_t start = clock_mono_ms();
+    uint64_t done = 0;
+
+    while (!atomic_load(&s->stop)) {
+        int64_t now = clock_mono_ms();
+        uint64_t due = (uint64_t)((now - start) * s->o.churn / 1000);
+        if (done < due) {
+            /* catch up at most one second's worth at once */
+            uint64_t burst = due - done;
+            if (burst > (uint64_t)s->o.churn) {
+                done = due - (uint64_t)s->o.churn;
+                burst = (uint64_t)s->o.churn;
+            }
+            for (uint64_t i = 0; i < burst && !atomic_load(&s->stop); i++) {
+                churn_once(s, &next_id);
+                done++;
+            }
+            continue;
+        }
+        struct timespec ts = {0, 1000000}; /* 1 ms */
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void *tick_main(void *arg)
+{
+    struct sim *s = arg;
+    int64_t next_sweep = 0, next_compact = 0;
+
+    if (s->o.compaction_interval_ms > 0) {
+        next_compact = clock_mono_ms() + s->o.compaction_interval_ms;
+    }
+    while (!atomic_load(&s->stop)) {
+        struct timespec ts = {0, SIM_TICK_MS * 1000000L};
+        int64_t now = clock_mono_ms();
+        bool sweep = now >= next_sweep;
+        for (size_t i = 0; i < s->n_res; i++) {
+            if (sweep) {
+                handlers_tick(s->res[i], now);
+            } else {
+                (void)resource_tick(s->res[i]->res, now, NULL, NULL);
+            }
+        }
+        if (sweep) {
+            next_sweep = now + SIM_SWEEP_MS;
+        }
+        if (next_compact && now >= next_compact) {
+            compact_to(s, default_compaction_target(s));
+            next_compact = now + s->o.compaction_interval_ms;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+void sim_opts_defaults(struct sim_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->listen = "127.0.0.1:0";
+    o->objects = 50;
+    o->namespaces = 3;
+    o->seed = 1;
+    o->compaction_interval_ms = 5 * 60 * 1000;
+    o->history_events = 10000;
+    o->bookmark_interval_ms = 60000;
+    o->threads = 1;
+    o->max_body = HTTP_DEFAULT_MAX_BODY;
+}
+
+static int add_resource(struct sim *s, const char *spec, char *err, size_t err_len)
+{
+    struct apires_kind k;
+    char *owned = NULL;
+    size_t cap = (size_t)s->o.history_events;
+    struct ring_opts ro = {.min_cap = cap < 1024 ? (cap ? cap : 1) : 1024,
+                           .max_cap = cap ? cap : 1,
+                           .fresh_ms = 0};
+
+    if (apires_parse_spec(spec, &k, &owned) != 0) {
+        snprintf(err, err_len, "invalid --resource %s: want group/version/plural[:namespaced|:cluster]",
+                 spec);
+        return -EINVAL;
+    }
+    if (find_res(s, k.group, k.version, k.plural)) {
+        free(owned);
+        return 0;
+    }
+    s->res = xrealloc(s->res, sizeof(*s->res) * (s->n_res + 1));
+    s->res[s->n_res++] = apires_new(&k, owned, &ro);
+    return 0;
+}
+
+struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
+{
+    static const char *const builtins[] = {"v1/namespaces", "v1/nodes",      "v1/pods",
+                                           "v1/configmaps", "v1/secrets",    "v1/services",
+                                           "v1/events",     "v1/serviceaccounts",
+                                           "apps/v1/deployments",            "apps/v1/replicasets"};
+    struct sim *s = xcalloc(1, sizeof(*s));
+    struct http_server_opts hso = {0};
+
+    s->o = *o;
+    s->rng = (uint64_t)o->seed * 0x9E3779B97F4A7C15ull + 1;
+    pthread_mutex_init(&s->lock, NULL);
+    for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+        (void)add_resource(s, builtins[i], err, err_len);
+    }
+    for (size_t i = 0; i < o->resources.len; i++) {
+        if (add_resource(s, o->resources.items[i], err, err_len) != 0) {
+            sim_stop(s);
+            return NULL;
+        }
+    }
+    /* every resource starts synced at revision 1, like a freshly listed cache */
+    atomic_store(&s->revision, 1);
+    for (size_t i = 0; i < s->n_res; i++) {
+        resource_replace(s->res[i]->res, NULL, 0, 1, clock_mono_ms());
+    }
+    s->hopts.authoritative = true;
+    s->hopts.bookmark_interval_ms = o->bookmark_interval_ms;
+    s->hopts.local_too_large = true;
+    seed(s);
+    hso.listen = o->listen;
+    hso.threads = (unsigned)o->threads;
+    hso.max_body = (size_t)o->max_body;
+    s->srv = http_server_start(&hso, sim_handle, s, err, err_len);
+    if (!s->srv) {
+        sim_stop(s);
+        return NULL;
+    }
+    if (pthread_create(&s->tick, NULL, tick_main, s) != 0) {
+        snprintf(err, err_len, "cannot start the tick thread");
+        sim_stop(s);
+        return NULL;
+    }
+    if (o->churn > 0) {
+        if (pthread_create(&s->churn, NULL, churn_main, s) == 0) {
+            s->churn_started = true;
+        }
+    }
+    s->created_ms = clock_mono_ms();
+    return s;
+}
+
+const char *sim_url(const struct sim *s)
+{
+    return http_server_url(s->srv);
+}
+
+void sim_stop(struct sim *s)
+{
+    if (!s) {
+        return;
+    }
+    atomic_store(&s->stop, true);
+    if (s->churn_started) {
+        pthread_join(s->churn, NULL);
+    }
+    if (s->srv) {
+        http_server_quiesce(s->srv);
+        pthread_join(s->tick, NULL);
+        for (size_t i = 0; i < s->n_res; i++) {
+            resource_close_all(s->res[i]->res);
+        }
+        /* let woken watches finish their last chunk (bounded) */
+        for (int i = 0; i < 200 && http_server_active(s->srv) > 0; i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        http_server_stop(s->srv);
+    }
+    for (size_t i = 0; i < s->n_res; i++) {
+        apires_free(s->res[i]);
+    }
+    free(s->res);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+int sim_main(int argc, char **argv)
+{
+    struct sim_opts o;
+    struct sim *s;
+    char err[512];
+    sigset_t set;
+    int sig = 0, rc;
+
+    sim_opts_defaults(&o);
+    const struct config_opt opts[] = {
+        {"listen", CFG_STR, &o.listen, 0, 0, "address to serve on, HOST:PORT (port 0 = any free port)"},
+        {"objects", CFG_INT, &o.objects, 0, 10000000, "seed pods (default 50)"},
+        {"namespaces", CFG_INT, &o.namespaces, 1, 100000, "seed namespaces: default, ns-1, ... (default 3)"},
+        {"churn", CFG_INT, &o.churn, 0, 1000000, "pod writes per second: 60% update, 20% create, 20% delete (default 0)"},
+        {"seed", CFG_INT, &o.seed, 0, INT64_MAX, "random seed for generated objects (default 1)"},
+        {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0, "compact history this often, 0 = never (default 5m)"},
+        {"history-events", CFG_INT, &o.history_events, 1, 100000000, "revisions kept by compaction and per-resource history (default 10000)"},
+        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
+        {"resource", CFG_LIST, &o.resources, 0, 0, "extra resource group/version/plural[:namespaced|:cluster] (repeatable)"},
+        {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
+        {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
+        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
+    };
+
+    rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
+                      "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
+                      "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.");
+    if (rc != 0) {
+        config_list_free(&o.resources);
+        return rc > 0 ? 0 : 2;
+    }
+    /* signals are taken by sigwait in this thread only */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    s = sim_start(&o, err, sizeof(err));
+    if (!s) {
+        fprintf(stderr, "kwp sim: %s\n", err);
+        config_list_free(&o.resources);
+        return 1;
+    }
+    printf("listening on %s\n", sim_url(s));
+    fflush(stdout);
+    log_info("sim", "url=%s objects=%lld churn=%lld msg=\"simulator ready\"", sim_url(s),
+             (long long)o.objects, (long long)o.churn);
+    sigwait(&set, &sig);
+    log_info("sim", "signal=%d msg=\"shutting down\"", sig);
+    sim_stop(s);
+    config_list_free(&o.resources);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * sim.h - kwp sim: a simulated kube-apiserver.
+ *
+ * An etcd-like global revision shared by all resources; objects held in cache/ resources
+ * (the simulator is authoritative: its cache IS its storage); LIST/WATCH/GET answered by
+ * proxy/handlers with kube-apiserver semantics; writes (POST/PUT/PATCH/DELETE), discovery,
+ * compaction, churn and test endpoints (/_sim/stats, /_sim/compact) implemented here.
+ *
+ * Threads: MHD threads serve requests; one tick thread (deadlines, bookmarks, idle-peer sweep,
+ * periodic compaction); one churn thread when --churn > 0. Writes are serialised by the
+ * simulator's lock, which is never held while calling into MHD.
+ */
+#ifndef KWP_SIM_SIM_H
+#define KWP_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy/config.h"
+
+struct sim;
+
+struct sim_opts {
+    const char *listen;            /* HOST:PORT, port 0 allowed */
+    int64_t objects;               /* seed pods */
+    int64_t namespaces;            /* seed namespaces (default + ns-1 ...) */
+    int64_t churn;                 /* writes per second (0 = none) */
+    int64_t seed;                  /* RNG seed for generated objects */
+    int64_t compaction_interval_ms;/* 0 = never */
+    int64_t history_events;        /* revisions kept by compaction and per resource history */
+    int64_t bookmark_interval_ms;
+    int64_t threads;               /* HTTP worker threads */
+    int64_t max_body;              /* request body cap */
+    bool stamp;                    /* write a kwp.io/stamp-ns annotation on every change */
+    struct config_list resources;  /* extra group/version/plural[:namespaced|:cluster] */
+};
+
+/* Fills <o> with the defaults. */
+void sim_opts_defaults(struct sim_opts *o);
+
+/* Starts a simulator; returns NULL with a message in <err>. */
+struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len);
+
+/* "http://HOST:PORT" */
+const char *sim_url(const struct sim *s);
+
+/* Stops the threads and the server, frees everything. */
+void sim_stop(struct sim *s);
+
+/* `kwp sim ...`: parses flags, runs until SIGTERM/SIGINT, returns the exit code. */
+int sim_main(int argc, char **argv);
+
+#endif
