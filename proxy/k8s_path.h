@@ -2,6 +2,16 @@
  * k8s_path.h - parses a request URL path and its query into what kube-apiserver's handlers
  * see: the group/version/resource/namespace/name, the verb, and validated ListOptions with
  * the exact error Statuses of SEMANTICS 1.1 and 2.1. Pure functions; any thread.
+ *
+ * The query checks run in kube-apiserver's order (get.go ListResource), so that the error a
+ * client sees is the one the apiserver would pick when several apply:
+ *   1. DecodeParameters: url.Values -> v1.ListOptions (timeoutSeconds, limit: 400
+ *      `strconv.ParseInt: ...`), then v1 -> internal (labelSelector, fieldSelector: 400 with
+ *      the selector parser's text, verbatim)
+ *   2. SetListOptionsDefaults (WatchList gate on, 1.34+; watch=true only)
+ *   3. ValidateListOptions: 422 Invalid ListOptions.meta.k8s.io with causes
+ *   4. field label conversion: the caller's k8s_fields_check_fn (it knows the kind)
+ *   5. storage: LIST continue decode / continue+rv / rv parse (400); WATCH rv parse (500)
  */
 #ifndef KWP_PROXY_K8S_PATH_H
 #define KWP_PROXY_K8S_PATH_H
@@ -14,6 +24,8 @@
 
 #define K8S_NAME_MAX 254
 #define K8S_SEG_MAX 128
+
+struct selector;
 
 /* A resource path. Examples:
  *   /api/v1/pods                              -> core, v1, pods (all namespaces)
@@ -36,6 +48,12 @@ struct k8s_path {
  * Parses <path> (no query). Returns 0 for a resource path, -ENOENT for anything else
  * (discovery, /version, /healthz, unknown: the caller forwards or 404s), -EINVAL for a
  * malformed resource path (empty segment, over-long segment).
+ * Details: trailing slashes are ignored, as go-restful >= 3.11 does (TrimRightSlashEnabled);
+ * "." and ".." segments are -EINVAL; /api/v1/namespaces/{n}[/status|/finalize] is the
+ * cluster-scoped namespaces resource (ns stays ""); segments after a subresource (pods/x/proxy/
+ * a/b) are ignored; a legacy /watch/ path with a subresource is -ENOENT (no such route).
+ * Whether the resource exists or is namespaced is the caller's business. <out> is zeroed
+ * first and only meaningful on 0.
  */
 int k8s_path_parse(const char *path, struct k8s_path *out);
 
@@ -47,7 +65,9 @@ struct k8s_query_kv {
 
 enum k8s_rvm { RVM_UNSET = 0, RVM_EXACT, RVM_NOT_OLDER_THAN };
 
-/* ListOptions as the apiserver decodes them. Strings point into the query (borrowed). */
+/* ListOptions as the apiserver decodes them. Strings point into the query (borrowed).
+ * Booleans decode like apimachinery's Convert_Slice_string_To_bool, NOT strconv.ParseBool:
+ * "0" and any case of "false" are false, everything else ("", "yes", "maybe") is true. */
 struct k8s_list_opts {
     bool watch;                 /* watch=<true> or legacy prefix */
     bool has_rv;                /* resourceVersion present (even empty) */
@@ -55,20 +75,22 @@ struct k8s_list_opts {
     uint64_t rv;                /* parsed (0 for "" / "0"); valid when rv_ok */
     bool rv_ok;                 /* rv_str parsed as uint64 */
     enum k8s_rvm rvm;
-    int64_t limit;              /* 0 = none */
+    int64_t limit;              /* 0 = none (negative values are kept; <= 0 means none) */
     const char *continue_tok;   /* NULL = none */
     const char *label_selector; /* NULL = none */
     const char *field_selector; /* NULL = none */
     bool allow_bookmarks;
     int send_initial_events;    /* -1 unset, 0 false, 1 true (after defaulting, see below) */
     bool send_initial_defaulted;/* set by the 1.34+ defaulting of legacy watches */
-    int64_t timeout_seconds;    /* 0 = not given */
-    int pretty;                 /* -1 unset, 0 false, 1 true */
+    int64_t timeout_seconds;    /* 0 = not given (as in the apiserver: 0 picks the default);
+                                   negative is accepted and ends a watch at once */
+    int pretty;                 /* -1 unset or empty, 0 false (or not a ParseBool value), 1 true */
 };
 
 /*
  * Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
- * Returns 0 or -EINVAL.
+ * Returns 0 or -EINVAL (NULL, anything else; *out untouched). The apiserver uses it only for
+ * ?pretty= (errors there mean false); ListOptions booleans do not go through it (see above).
  */
 int k8s_parse_bool(const char *s, bool *out);
 
@@ -77,14 +99,40 @@ int k8s_parse_bool(const char *s, bool *out);
  * query, or <legacy_watch>). Applies the 1.34+ defaulting (watch with rv "" or "0", no
  * sendInitialEvents and no resourceVersionMatch -> sendInitialEvents=true, NotOlderThan;
  * not for the legacy prefix). Returns 0, or a negative errno with <st> filled exactly as
- * kube-apiserver answers (400 bad bool/int/selector syntax, 422 Invalid ListOptions with
+ * kube-apiserver answers (400 bad int/selector syntax, 422 Invalid ListOptions with
  * causes, 400 invalid resource version for LIST / 500 for WATCH, 400 continue + rv).
  * Selector syntax is checked here by parsing with cache/selector.h.
+ * <q>: n decoded pairs, first occurrence of a key wins (url.Values.Get); a NULL value is "".
+ * Like the apiserver, step 3 uses the LIST rules on the legacy prefix unless the query also
+ * says watch=true (get.go validates opts.Watch, not forceWatch), and a LIST decodes the
+ * continue token but does not parse resourceVersion when a continue token is given.
+ * On error: every error is -EINVAL and st->code (400, 422, 500) is authoritative. A cause
+ * message that depends on the input (NotSupported) lives in st->message after the main
+ * message's NUL, so <st> is self-contained while it stays where it was filled (do not copy
+ * it by value). Long inputs are truncated to fit st->message, never overflowed.
+ * Any thread; no locks.
  */
 int k8s_list_opts_parse(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
                         struct k8s_list_opts *o, struct kstatus *st);
 
-/* Percent-encodes <s> for a query value into <out> (snprintf semantics). */
+/*
+ * Step 4 of SEMANTICS 1.1 (field label conversion, scope.Convertor.ConvertFieldLabel), which
+ * only the caller can do because it depends on the kind. Called once after ListOptions
+ * validation and before the storage-level checks, with the parsed field selector (NULL or
+ * empty = everything; borrowed for the call). Returns 0, or a negative errno with <st> filled
+ * (e.g. 400 `field label not supported: spec.foo`, or 400 `fieldSelector metadata.name
+ * doesn't match requested name` for a named watch), which k8s_list_opts_parse_ex returns.
+ */
+typedef int k8s_fields_check_fn(void *ctx, const struct selector *fields, struct kstatus *st);
+
+/* k8s_list_opts_parse with the step-4 hook (<check> may be NULL: skipped). */
+int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
+                           k8s_fields_check_fn *check, void *check_ctx,
+                           struct k8s_list_opts *o, struct kstatus *st);
+
+/* Percent-encodes <s> for a query value into <out> like Go's url.QueryEscape (A-Z a-z 0-9
+ * - _ . ~ kept, space as '+', everything else %XX uppercase). Returns the length the whole
+ * encoding needs; writes at most cap-1 bytes plus a NUL (snprintf semantics). */
 size_t k8s_query_escape(const char *s, char *out, size_t cap);
 
 #endif

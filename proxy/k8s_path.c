@@ -1,0 +1,883 @@
+/*
+ * k8s_path.c - request paths and ListOptions, decoded the way kube-apiserver decodes them.
+ *
+ * Paths follow the apiserver's RequestInfoFactory and go-restful CurlyRouter routes:
+ * /api/{v}/... and /apis/{g}/{v}/..., the namespaces special case and the legacy /watch/
+ * prefix. Queries follow get.go ListResource: DecodeParameters (url.Values -> v1 -> internal),
+ * SetListOptionsDefaults, ValidateListOptions, the caller's field-label hook, then the
+ * storage-level checks (storage.ValidateListOptions for LIST, Cacher.Watch's rv parse for
+ * WATCH). Every text produced here is the apiserver's, character for character; the Go
+ * source each one comes from is named next to it.
+ *
+ * Pure functions of their arguments: no globals, no locks, any thread.
+ */
+#include "proxy/k8s_path.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/bug.h"
+#include "cache/rv.h"
+#include "cache/selector.h"
+#include "proxy/kube_json.h"
+
+/* Size of a Status message; every text built here is cut to fit it. */
+#define STATUS_MSG_CAP sizeof(((struct kstatus *)0)->message)
+
+/* ---- small string builder ------------------------------------------------------------ */
+
+/* Appends into buf[0..cap), always NUL-terminated, silently truncating; <len> counts what the
+ * full text needs, so callers can detect truncation if they care (they mostly do not: a Status
+ * message cut at 1 KiB is still a correct prefix). */
+struct sbuf {
+    char *buf;
+    size_t cap;
+    size_t len;
+};
+
+static void sb_init(struct sbuf *sb, char *buf, size_t cap)
+{
+    sb->buf = buf;
+    sb->cap = cap;
+    sb->len = 0;
+    if (cap > 0) {
+        buf[0] = '\0';
+    }
+}
+
+static void sb_putc(struct sbuf *sb, char c)
+{
+    if (sb->len + 1 < sb->cap) {
+        sb->buf[sb->len] = c;
+        sb->buf[sb->len + 1] = '\0';
+    }
+    sb->len++;
+}
+
+static void sb_puts(struct sbuf *sb, const char *s)
+{
+    while (*s != '\0') {
+        sb_putc(sb, *s++);
+    }
+}
+
+static void sb_hex(struct sbuf *sb, uint32_t v, int digits)
+{
+    static const char lower[] = "0123456789abcdef";
+
+    for (int i = digits - 1; i >= 0; i--) {
+        sb_putc(sb, lower[(v >> (4 * i)) & 0xf]);
+    }
+}
+
+/* ---- Go's strconv.Quote (what %q prints) --------------------------------------------- */
+
+/*
+ * Decodes one UTF-8 sequence at s[0..len) the way Go's utf8.DecodeRuneInString does: returns
+ * its width, or 0 for an invalid byte (overlong forms, surrogates and > U+10FFFF included).
+ */
+static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *r)
+{
+    uint32_t c = s[0];
+    size_t w;
+    uint32_t min;
+
+    if (c < 0x80) {
+        *r = c;
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        w = 2;
+        c &= 0x1f;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        w = 3;
+        c &= 0x0f;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        w = 4;
+        c &= 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < w) {
+        return 0;
+    }
+    for (size_t i = 1; i < w; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+    *r = c;
+    return w;
+}
+
+/*
+ * Go's strconv.IsPrint for the code points that matter in practice: letters, marks, numbers,
+ * punctuation and symbols print; controls, format characters (Cf), separators other than
+ * U+0020, private use and noncharacters do not. Unassigned code points are treated as
+ * printable (Go escapes them; following Unicode tables here is not worth the size).
+ */
+static bool go_is_print(uint32_t r)
+{
+    if (r < 0x20 || (r >= 0x7f && r <= 0xa0) || r == 0xad) {
+        return false;
+    }
+    if ((r >= 0x600 && r <= 0x605) || r == 0x61c || r == 0x6dd || r == 0x70f || r == 0x180e ||
+        r == 0x1680) {
+        return false;
+    }
+    if ((r >= 0x2000 && r <= 0x200f) || (r >= 0x2028 && r <= 0x202f) ||
+        (r >= 0x205f && r <= 0x206f) || r == 0x3000) {
+        return false;
+    }
+    if ((r >= 0xe000 && r <= 0xf8ff) || r == 0xfeff || (r >= 0xfff9 && r <= 0xfffb) ||
+        (r & 0xfffe) == 0xfffe || r >= 0xf0000) {
+        return false;
+    }
+    if (r == 0x110bd || (r >= 0x1d173 && r <= 0x1d17a) || r == 0xe0001 ||
+        (r >= 0xe0020 && r <= 0xe007f)) {
+        return false;
+    }
+    return true;
+}
+
+/* Appends strconv.Quote(s): double quotes, Go escapes, invalid bytes as \xNN. */
+static void sb_quote(struct sbuf *sb, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = strlen(s);
+
+    sb_putc(sb, '"');
+    while (left > 0) {
+        uint32_t r = 0;
+        size_t w = utf8_decode(p, left, &r);
+
+        if (w == 0) {
+            sb_puts(sb, "\\x");
+            sb_hex(sb, p[0], 2);
+            p++;
+            left--;
+            continue;
+        }
+        if (r == '"' || r == '\\') {
+            sb_putc(sb, '\\');
+            sb_putc(sb, (char)r);
+        } else if (go_is_print(r)) {
+            for (size_t i = 0; i < w; i++) {
+                sb_putc(sb, (char)p[i]);
+            }
+        } else if (r == '\a' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' ||
+                   r == '\v') {
+            static const char esc[] = "abtnvfr"; /* \a=7 ... \r=13 */
+            sb_putc(sb, '\\');
+            sb_putc(sb, esc[r - '\a']);
+        } else if (r < ' ' || r == 0x7f) {
+            sb_puts(sb, "\\x");
+            sb_hex(sb, r, 2);
+        } else if (r < 0x10000) {
+            sb_puts(sb, "\\u");
+            sb_hex(sb, r, 4);
+        } else {
+            sb_puts(sb, "\\U");
+            sb_hex(sb, r, 8);
+        }
+        p += w;
+        left -= w;
+    }
+    sb_putc(sb, '"');
+}
+
+/* ---- paths --------------------------------------------------------------------------- */
+
+/* Longest resource path we interpret: apis g v watch namespaces ns res name sub. Anything
+ * after the subresource (pods/p/proxy/a/b) is looked at only for empty segments. */
+#define PATH_MAX_SEGS 9
+
+struct seg {
+    const char *p;
+    size_t len;
+};
+
+static bool seg_is(const struct seg *s, const char *lit)
+{
+    return s->len == strlen(lit) && memcmp(s->p, lit, s->len) == 0;
+}
+
+/* Copies a segment into a fixed field; -EINVAL when it does not fit with its NUL, or when it
+ * is "." or ".." (path.IsValidPathSegmentName rejects them; a proxy must not pass them on). */
+static int seg_copy(const struct seg *s, char *dst, size_t cap)
+{
+    if (s->len >= cap || seg_is(s, ".") || seg_is(s, "..")) {
+        return -EINVAL;
+    }
+    memcpy(dst, s->p, s->len);
+    dst[s->len] = '\0';
+    return 0;
+}
+
+/*
+ * Splits <path> (leading '/', trailing slashes already ignored) into at most PATH_MAX_SEGS
+ * segments; *more is set when there are further ones. Returns -EINVAL on an empty segment
+ * anywhere ("//").
+ */
+static int path_split(const char *path, size_t len, struct seg *segs, size_t *n, bool *more)
+{
+    size_t i = 1;
+
+    *n = 0;
+    *more = false;
+    while (i <= len) {
+        size_t j = i;
+
+        while (j < len && path[j] != '/') {
+            j++;
+        }
+        if (j == i) {
+            return -EINVAL;
+        }
+        if (*n < PATH_MAX_SEGS) {
+            segs[*n].p = path + i;
+            segs[*n].len = j - i;
+            (*n)++;
+        } else {
+            *more = true;
+        }
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* Fills resource [name [subresource]] from rest[0..n); n >= 1. */
+static int path_fill_object(const struct seg *rest, size_t n, struct k8s_path *out)
+{
+    int rc = seg_copy(&rest[0], out->resource, sizeof(out->resource));
+
+    if (rc == 0 && n >= 2) {
+        rc = seg_copy(&rest[1], out->name, sizeof(out->name));
+    }
+    if (rc == 0 && n >= 3) {
+        rc = seg_copy(&rest[2], out->subresource, sizeof(out->subresource));
+    }
+    return rc;
+}
+
+int k8s_path_parse(const char *path, struct k8s_path *out)
+{
+    struct seg segs[PATH_MAX_SEGS];
+    const struct seg *rest;
+    size_t len, n = 0, nrest;
+    bool more = false;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (path == NULL || path[0] != '/') {
+        return -ENOENT;
+    }
+    len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') {
+        len--; /* go-restful >= 3.11 trims trailing slashes before routing */
+    }
+    /* Classify before validating: a malformed non-resource path is simply not ours. */
+    if (len >= 4 && memcmp(path, "/api", 4) == 0 && (len == 4 || path[4] == '/')) {
+        rc = path_split(path, len, segs, &n, &more);
+        if (rc == 0 && n < 3) {
+            return -ENOENT; /* /api, /api/v1: discovery */
+        }
+        if (rc == 0) {
+            rc = seg_copy(&segs[1], out->version, sizeof(out->version));
+        }
+        rest = segs + 2;
+        nrest = n - 2;
+    } else if (len >= 5 && memcmp(path, "/apis", 5) == 0 && (len == 5 || path[5] == '/')) {
+        rc = path_split(path, len, segs, &n, &more);
+        if (rc == 0 && n < 4) {
+            return -ENOENT; /* /apis, /apis/apps, /apis/apps/v1 */
+        }
+        if (rc == 0) {
+            rc = seg_copy(&segs[1], out->group, sizeof(out->group));
+        }
+        if (rc == 0) {
+            rc = seg_copy(&segs[2], out->version, sizeof(out->version));
+        }
+        rest = segs + 3;
+        nrest = n - 3;
+    } else {
+        return -ENOENT;
+    }
+    if (rc != 0) {
+        goto out;
+    }
+
+    if (seg_is(&rest[0], "watch")) {
+        out->legacy_watch = true;
+        rest++;
+        nrest--;
+        if (nrest == 0) {
+            rc = -ENOENT;
+            goto out;
+        }
+    }
+
+    if (seg_is(&rest[0], "namespaces") &&
+        (nrest <= 2 || seg_is(&rest[2], "status") || seg_is(&rest[2], "finalize"))) {
+        /* The Namespace object itself (RequestInfoFactory: namespaceSubresources). */
+        if (out->legacy_watch && (nrest > 2 || more)) {
+            rc = -ENOENT;
+            goto out;
+        }
+        rc = path_fill_object(rest, nrest, out);
+    } else if (seg_is(&rest[0], "namespaces")) {
+        rc = seg_copy(&rest[1], out->ns, sizeof(out->ns));
+        if (rc == 0 && out->legacy_watch && (nrest > 4 || more)) {
+            rc = -ENOENT; /* watch routes stop at {name} */
+        }
+        if (rc == 0) {
+            rc = path_fill_object(rest + 2, nrest - 2, out);
+        }
+    } else {
+        if (out->legacy_watch && (nrest > 2 || more)) {
+            rc = -ENOENT;
+            goto out;
+        }
+        rc = path_fill_object(rest, nrest, out);
+    }
+
+out:
+    if (rc != 0) {
+        memset(out, 0, sizeof(*out));
+    }
+    return rc;
+}
+
+/* ---- query values -------------------------------------------------------------------- */
+
+/* url.Values.Get: the first value of <key>; *found tells absent from "". */
+static const char *query_get(const struct k8s_query_kv *q, size_t n, const char *key, bool *found)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (q[i].key != NULL && strcmp(q[i].key, key) == 0) {
+            *found = true;
+            return q[i].value != NULL ? q[i].value : "";
+        }
+    }
+    *found = false;
+    return "";
+}
+
+int k8s_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+
+    if (s == NULL) {
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/*
+ * runtime.Convert_Slice_string_To_bool: "0" or strings.EqualFold(v, "false") is false, any
+ * other value is true. EqualFold's Unicode folding only matters for 's', which U+017F (long
+ * s, "\xc5\xbf") also folds to.
+ */
+static bool query_bool(const char *v)
+{
+    static const char word[] = "false";
+    const char *p = v;
+
+    if (strcmp(v, "0") == 0) {
+        return false;
+    }
+    for (size_t i = 0; word[i] != '\0'; i++) {
+        if ((*p | 0x20) == word[i] && *p != '\0') {
+            p++;
+        } else if (word[i] == 's' && (unsigned char)p[0] == 0xc5 && (unsigned char)p[1] == 0xbf) {
+            p += 2;
+        } else {
+            return true;
+        }
+    }
+    return *p != '\0';
+}
+
+/*
+ * strconv.ParseInt(s, 10, 64). Returns 0, -EINVAL (syntax) or -ERANGE; like Go, the first
+ * problem met scanning left to right decides (an overflow before a bad digit is a range error).
+ */
+static int parse_int64(const char *s, int64_t *out)
+{
+    const char *p = s;
+    bool neg = false;
+    uint64_t v = 0;
+    uint64_t cutoff;
+
+    if (*p == '+' || *p == '-') {
+        neg = *p == '-';
+        p++;
+    }
+    if (*p == '\0') {
+        return -EINVAL;
+    }
+    for (; *p != '\0'; p++) {
+        unsigned d;
+
+        if (*p < '0' || *p > '9') {
+            return -EINVAL;
+        }
+        d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return -ERANGE;
+        }
+        v = v * 10 + d;
+    }
+    cutoff = (uint64_t)1 << 63;
+    if ((!neg && v >= cutoff) || (neg && v > cutoff)) {
+        return -ERANGE;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+/* Decodes an int64 parameter; on error fills the 400 DecodeParameters answers with:
+ * NewBadRequest(err.Error()) of a *strconv.NumError (verified against #101350's capture). */
+static int decode_int(const char *v, int64_t *out, struct kstatus *st)
+{
+    char text[STATUS_MSG_CAP];
+    struct sbuf sb;
+    int rc = parse_int64(v, out);
+
+    if (rc == 0) {
+        return 0;
+    }
+    sb_init(&sb, text, sizeof(text));
+    sb_puts(&sb, "strconv.ParseInt: parsing ");
+    sb_quote(&sb, v);
+    sb_puts(&sb, rc == -ERANGE ? ": value out of range" : ": invalid syntax");
+    kstatus_set(st, 400, "BadRequest", "%s", text);
+    return -EINVAL;
+}
+
+/* ---- 422 Invalid (errors.NewInvalid over a field.ErrorList) ------------------------- */
+
+#define FIELD_ERRS_MAX 5
+
+/* One field.Error: Error() is "<field>: <body>", the cause message is <body> (ErrorBody). */
+struct field_err {
+    const char *field;
+    const char *type; /* cause reason: field.ErrorType */
+    char body[512];
+};
+
+struct field_errs {
+    struct field_err e[FIELD_ERRS_MAX];
+    size_t n;
+};
+
+/* Appends an error of <type> on <field>; <sb> is set up to write its body. */
+static void err_add(struct field_errs *fe, const char *field, const char *type, struct sbuf *sb)
+{
+    struct field_err *e = &fe->e[fe->n++];
+
+    BUG_ON(fe->n > FIELD_ERRS_MAX);
+    e->field = field;
+    e->type = type;
+    sb_init(sb, e->body, sizeof(e->body));
+}
+
+/* field.Forbidden(path, detail): body "Forbidden: <detail>" (the value is never printed). */
+static void err_forbidden(struct field_errs *fe, const char *field, const char *detail)
+{
+    struct sbuf sb;
+
+    err_add(fe, field, "FieldValueForbidden", &sb);
+    sb_puts(&sb, "Forbidden: ");
+    sb_puts(&sb, detail);
+}
+
+/* field.NotSupported(path, value, valid): body `Unsupported value: <%q value>: supported
+ * values: "<a>", "<b>"` (each valid value through strconv.Quote, joined by ", "). */
+static void err_not_supported(struct field_errs *fe, const char *field, const char *value,
+                              const char *const *valid, size_t nvalid)
+{
+    struct sbuf sb;
+
+    err_add(fe, field, "FieldValueNotSupported", &sb);
+    sb_puts(&sb, "Unsupported value: ");
+    sb_quote(&sb, value);
+    sb_puts(&sb, ": supported values: ");
+    for (size_t i = 0; i < nvalid; i++) {
+        if (i > 0) {
+            sb_puts(&sb, ", ");
+        }
+        sb_quote(&sb, valid[i]);
+    }
+}
+
+/*
+ * errors.NewInvalid(GroupKind{"meta.k8s.io","ListOptions"}, "", errs): message
+ * `ListOptions.meta.k8s.io "" is invalid: <aggregate>` where the aggregate is the one error or
+ * "[e1, e2]"; details group/kind and one cause per error. The errors we produce are always
+ * distinct, so ToAggregate's de-duplication never applies. Cause messages are stored in
+ * st->message after the main message's NUL (see k8s_path.h).
+ */
+static int fail_invalid(const struct field_errs *fe, struct kstatus *st)
+{
+    char text[STATUS_MSG_CAP];
+    struct sbuf sb;
+    size_t off;
+
+    sb_init(&sb, text, sizeof(text));
+    sb_puts(&sb, "ListOptions.meta.k8s.io \"\" is invalid: ");
+    if (fe->n > 1) {
+        sb_putc(&sb, '[');
+    }
+    for (size_t i = 0; i < fe->n; i++) {
+        if (i > 0) {
+            sb_puts(&sb, ", ");
+        }
+        sb_puts(&sb, fe->e[i].field);
+        sb_puts(&sb, ": ");
+        sb_puts(&sb, fe->e[i].body);
+    }
+    if (fe->n > 1) {
+        sb_putc(&sb, ']');
+    }
+    kstatus_set(st, 422, "Invalid", "%s", text);
+    st->group = "meta.k8s.io";
+    st->kind = "ListOptions";
+    st->n_causes = 0;
+    off = strlen(st->message) + 1;
+    for (size_t i = 0; i < fe->n && i < KSTATUS_MAX_CAUSES; i++) {
+        struct kstatus_cause *c = &st->causes[st->n_causes++];
+        size_t len = strlen(fe->e[i].body);
+
+        c->reason = fe->e[i].type;
+        c->field = fe->e[i].field;
+        if (off >= sizeof(st->message)) {
+            c->message = ""; /* no room left: an empty message beats a dangling one */
+            continue;
+        }
+        if (len > sizeof(st->message) - off - 1) {
+            len = sizeof(st->message) - off - 1;
+        }
+        memcpy(st->message + off, fe->e[i].body, len);
+        st->message[off + len] = '\0';
+        c->message = st->message + off;
+        off += len + 1;
+    }
+    return -EINVAL;
+}
+
+/* ---- ListOptions --------------------------------------------------------------------- */
+
+/* The raw query, after DecodeParameters' url.Values -> v1.ListOptions step. */
+struct raw_opts {
+    bool watch;         /* opts.Watch (the query only, not the legacy prefix) */
+    const char *rvm;    /* "" = unset */
+    bool has_sie;       /* sendInitialEvents present (the *bool is non-nil) */
+    bool sie;
+};
+
+/* Step 1: url.Values -> v1.ListOptions (zz_generated.conversion.go field order: labelSelector,
+ * fieldSelector, watch, allowWatchBookmarks, resourceVersion, resourceVersionMatch,
+ * timeoutSeconds, limit, continue, sendInitialEvents; only the two ints can fail). */
+static int decode_query(const struct k8s_query_kv *q, size_t n, struct k8s_list_opts *o,
+                        struct raw_opts *raw, struct kstatus *st)
+{
+    const char *v;
+    bool found;
+
+    v = query_get(q, n, "labelSelector", &found);
+    o->label_selector = v[0] != '\0' ? v : NULL;
+    v = query_get(q, n, "fieldSelector", &found);
+    o->field_selector = v[0] != '\0' ? v : NULL;
+    v = query_get(q, n, "watch", &found);
+    raw->watch = found && query_bool(v);
+    v = query_get(q, n, "allowWatchBookmarks", &found);
+    o->allow_bookmarks = found && query_bool(v);
+    o->rv_str = query_get(q, n, "resourceVersion", &o->has_rv);
+    raw->rvm = query_get(q, n, "resourceVersionMatch", &found);
+    v = query_get(q, n, "timeoutSeconds", &found);
+    if (found && decode_int(v, &o->timeout_seconds, st) != 0) {
+        return -EINVAL;
+    }
+    v = query_get(q, n, "limit", &found);
+    if (found && decode_int(v, &o->limit, st) != 0) {
+        return -EINVAL;
+    }
+    v = query_get(q, n, "continue", &found);
+    o->continue_tok = v[0] != '\0' ? v : NULL;
+    v = query_get(q, n, "sendInitialEvents", &raw->has_sie);
+    raw->sie = raw->has_sie && query_bool(v);
+
+    /* Not a ListOptions field: isPrettyPrint reads it with strconv.ParseBool, errors = false. */
+    v = query_get(q, n, "pretty", &found);
+    if (v[0] != '\0') {
+        bool pretty = false;
+
+        (void)k8s_parse_bool(v, &pretty);
+        o->pretty = pretty ? 1 : 0;
+    }
+    return 0;
+}
+
+/* Step 1 continued: v1 -> internal converts labelSelector, then fieldSelector
+ * (Convert_string_To_labels_Selector / _fields_Selector return the parser's error as is).
+ * On success the field selector is handed to the caller (NULL = everything). */
+static int decode_selectors(const struct k8s_list_opts *o, struct selector **fields,
+                            struct kstatus *st)
+{
+    char err[STATUS_MSG_CAP];
+    struct selector *sel;
+
+    err[0] = '\0';
+    sel = selector_parse_labels(o->label_selector, err, sizeof(err));
+    if (sel == NULL && err[0] != '\0') {
+        kstatus_set(st, 400, "BadRequest", "%s", err);
+        return -EINVAL;
+    }
+    selector_free(sel);
+
+    err[0] = '\0';
+    sel = selector_parse_fields(o->field_selector, err, sizeof(err));
+    if (sel == NULL && err[0] != '\0') {
+        kstatus_set(st, 400, "BadRequest", "%s", err);
+        return -EINVAL;
+    }
+    *fields = sel;
+    return 0;
+}
+
+/* Step 3: validation.ValidateListOptions(opts, WatchList enabled), watch or list rules. */
+static int validate(const struct k8s_list_opts *o, const struct raw_opts *raw, struct kstatus *st)
+{
+    static const char *const list_rvm[] = {"Exact", "NotOlderThan", ""};
+    static const char *const watch_rvm[] = {"NotOlderThan"};
+    struct field_errs fe;
+    const char *rvm = raw->rvm;
+    bool has_cont = o->continue_tok != NULL;
+
+    fe.n = 0;
+    if (raw->watch) {
+        /* validateWatchOptions; the WatchList gate is on, so its second check never fires. */
+        if (raw->has_sie && strcmp(rvm, "NotOlderThan") != 0) {
+            err_forbidden(&fe, "resourceVersionMatch",
+                          "sendInitialEvents requires setting resourceVersionMatch to "
+                          "NotOlderThan");
+        }
+        if (rvm[0] != '\0') {
+            if (!raw->has_sie) {
+                err_forbidden(&fe, "resourceVersionMatch",
+                              "resourceVersionMatch is forbidden for watch unless "
+                              "sendInitialEvents is provided");
+            }
+            if (strcmp(rvm, "NotOlderThan") != 0) {
+                err_not_supported(&fe, "resourceVersionMatch", rvm, watch_rvm, 1);
+            }
+            if (has_cont) {
+                err_forbidden(&fe, "resourceVersionMatch",
+                              "resourceVersionMatch is forbidden when continue is provided");
+            }
+        }
+    } else {
+        if (rvm[0] != '\0') {
+            if (o->rv_str[0] == '\0') {
+                err_forbidden(&fe, "resourceVersionMatch",
+                              "resourceVersionMatch is forbidden unless resourceVersion is "
+                              "provided");
+            }
+            if (has_cont) {
+                err_forbidden(&fe, "resourceVersionMatch",
+                              "resourceVersionMatch is forbidden when continue is provided");
+            }
+            if (strcmp(rvm, "Exact") != 0 && strcmp(rvm, "NotOlderThan") != 0) {
+                err_not_supported(&fe, "resourceVersionMatch", rvm, list_rvm, 3);
+            }
+            if (strcmp(rvm, "Exact") == 0 && strcmp(o->rv_str, "0") == 0) {
+                err_forbidden(&fe, "resourceVersionMatch",
+                              "resourceVersionMatch \"exact\" is forbidden for resourceVersion "
+                              "\"0\"");
+            }
+        }
+        if (raw->has_sie) {
+            err_forbidden(&fe, "sendInitialEvents", "sendInitialEvents is forbidden for list");
+        }
+    }
+    return fe.n > 0 ? fail_invalid(&fe, st) : 0;
+}
+
+/* The versioner's InvalidError text: field.Invalid("resourceVersion", rv, <ParseUint error>). */
+static void rv_invalid_text(const char *rv, int err, struct sbuf *sb)
+{
+    char detail[STATUS_MSG_CAP];
+
+    rv_parse_error(rv, err, detail, sizeof(detail));
+    sb_puts(sb, "resourceVersion: Invalid value: ");
+    sb_quote(sb, rv);
+    sb_puts(sb, ": ");
+    sb_puts(sb, detail);
+}
+
+/* Step 5 for WATCH: Cacher.Watch returns ParseResourceVersion's error unwrapped, which
+ * ErrorToAPIStatus turns into a 500 with no reason (SEMANTICS 2.1; issues #113939, #139485). */
+static int storage_watch(struct k8s_list_opts *o, struct kstatus *st)
+{
+    char text[STATUS_MSG_CAP];
+    struct sbuf sb;
+    int err = rv_parse(o->rv_str, &o->rv);
+
+    if (err == 0) {
+        o->rv_ok = true;
+        return 0;
+    }
+    o->rv = 0;
+    sb_init(&sb, text, sizeof(text));
+    rv_invalid_text(o->rv_str, err, &sb);
+    kstatus_set(st, 500, NULL, "%s", text);
+    return -EINVAL;
+}
+
+/* Step 5 for LIST: storage.ValidateListOptions. A continue token is decoded first; with one,
+ * resourceVersion may only be "" or "0" and is not parsed at all. */
+static int storage_list(struct k8s_list_opts *o, struct kstatus *st)
+{
+    char text[STATUS_MSG_CAP];
+    struct sbuf sb;
+    int err = rv_parse(o->rv_str, &o->rv);
+
+    o->rv_ok = err == 0;
+    if (err != 0) {
+        o->rv = 0;
+    }
+    if (o->continue_tok != NULL) {
+        size_t cap = strlen(o->continue_tok) + 1; /* the start key is shorter than its base64 */
+        char *start = xmalloc(cap);
+        int64_t crv = 0;
+        int rc;
+
+        text[0] = '\0';
+        rc = kube_json_continue_decode(o->continue_tok, &crv, start, cap, text, sizeof(text));
+        free(start);
+        if (rc != 0) {
+            kstatus_set(st, 400, "BadRequest", "invalid continue token: %s", text);
+            return -EINVAL;
+        }
+        if (o->rv_str[0] != '\0' && strcmp(o->rv_str, "0") != 0) {
+            kstatus_set(st, 400, "BadRequest",
+                        "specifying resource version is not allowed when using continue");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (err != 0) {
+        sb_init(&sb, text, sizeof(text));
+        sb_puts(&sb, "invalid resource version: ");
+        rv_invalid_text(o->rv_str, err, &sb);
+        kstatus_set(st, 400, "BadRequest", "%s", text);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
+                           k8s_fields_check_fn *check, void *check_ctx,
+                           struct k8s_list_opts *o, struct kstatus *st)
+{
+    struct selector *fields = NULL;
+    struct raw_opts raw;
+    int rc;
+
+    memset(o, 0, sizeof(*o));
+    memset(st, 0, sizeof(*st));
+    memset(&raw, 0, sizeof(raw));
+    o->rv_str = "";
+    o->send_initial_events = -1;
+    o->pretty = -1;
+
+    rc = decode_query(q, n, o, &raw, st);
+    if (rc == 0) {
+        rc = decode_selectors(o, &fields, st);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+
+    /* Step 2: SetListOptionsDefaults with the WatchList gate on (defaults.go). */
+    if (raw.watch && !raw.has_sie && raw.rvm[0] == '\0' &&
+        (o->rv_str[0] == '\0' || strcmp(o->rv_str, "0") == 0)) {
+        raw.has_sie = true;
+        raw.sie = true;
+        raw.rvm = "NotOlderThan";
+        o->send_initial_defaulted = true;
+    }
+
+    rc = validate(o, &raw, st);
+    if (rc == 0 && check != NULL) {
+        rc = check(check_ctx, fields, st);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+
+    o->watch = raw.watch || legacy_watch;
+    o->send_initial_events = raw.has_sie ? (raw.sie ? 1 : 0) : -1;
+    if (strcmp(raw.rvm, "Exact") == 0) {
+        o->rvm = RVM_EXACT;
+    } else if (strcmp(raw.rvm, "NotOlderThan") == 0) {
+        o->rvm = RVM_NOT_OLDER_THAN;
+    }
+    rc = o->watch ? storage_watch(o, st) : storage_list(o, st);
+
+out:
+    selector_free(fields);
+    return rc;
+}
+
+int k8s_list_opts_parse(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
+                        struct k8s_list_opts *o, struct kstatus *st)
+{
+    return k8s_list_opts_parse_ex(q, n, legacy_watch, NULL, NULL, o, st);
+}
+
+/* ---- query escaping ------------------------------------------------------------------ */
+
+size_t k8s_query_escape(const char *s, char *out, size_t cap)
+{
+    static const char upper[] = "0123456789ABCDEF";
+    struct sbuf sb;
+
+    sb_init(&sb, out, cap);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        unsigned char c = *p;
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            sb_putc(&sb, (char)c);
+        } else if (c == ' ') {
+            sb_putc(&sb, '+');
+        } else {
+            sb_putc(&sb, '%');
+            sb_putc(&sb, upper[c >> 4]);
+            sb_putc(&sb, upper[c & 0xf]);
+        }
+    }
+    return sb.len;
+}
