@@ -1,0 +1,641 @@
+/*
+ * test_objects.c - sim/objects: create/update preparation with kube-apiserver's messages,
+ * RFC 7386 merge patch (the RFC's own examples), the kinds table, and the generators
+ * (valid, deterministic, realistic sizes) and churn mutations.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <criterion/criterion.h>
+
+#include "sim/objects.h"
+
+#define CREATED "2025-01-01T00:00:00Z"
+
+static cJSON *parse(const char *json)
+{
+    cJSON *obj = cJSON_Parse(json);
+
+    cr_assert(obj != NULL, "bad test JSON: %s", json);
+    return obj;
+}
+
+/* Prints compactly and frees <obj>; the caller frees the string. */
+static char *print_free(cJSON *obj)
+{
+    char *s = cJSON_PrintUnformatted(obj);
+
+    cJSON_Delete(obj);
+    return s;
+}
+
+static const char *meta_str(const cJSON *obj, const char *key)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Runs objects_prepare_create on <json>; returns rc, the result in *out (caller frees). */
+static int create(const char *json, const char *resource, const char *ns, const char *url_name,
+                  uint64_t rv, char **out, char *err, size_t err_len)
+{
+    cJSON *obj = parse(json);
+    int rc = objects_prepare_create(obj, resource, ns, url_name, rv, "u-1", CREATED, err,
+                                    err_len);
+
+    *out = print_free(obj);
+    return rc;
+}
+
+/* ---- kinds --------------------------------------------------------------------------------- */
+
+Test(objects, kind_table)
+{
+    cr_assert_str_eq(objects_kind("pods"), "Pod");
+    cr_assert_str_eq(objects_kind("configmaps"), "ConfigMap");
+    cr_assert_str_eq(objects_kind("deployments"), "Deployment");
+    cr_assert_str_eq(objects_kind("namespaces"), "Namespace");
+    cr_assert_null(objects_kind("widgets"));
+    cr_assert_null(objects_kind(NULL));
+    cr_assert_str_eq(objects_type("deployments")->group, "apps");
+    cr_assert_str_eq(objects_type("pods")->list_kind, "PodList");
+    cr_assert(!objects_type("nodes")->namespaced);
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+Test(objects, create_sets_system_fields_in_go_order)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(create("{\"spec\":{\"containers\":[]},\"metadata\":{\"labels\":{\"a\":\"b\"},"
+                        "\"name\":\"p1\",\"uid\":\"forged\",\"generation\":9,\"selfLink\":\"x\"},"
+                        "\"apiVersion\":\"v1\",\"kind\":\"Pod\"}",
+                        "pods", "default", NULL, 42, &out, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_str_eq(out, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p1\","
+                          "\"namespace\":\"default\",\"uid\":\"u-1\",\"resourceVersion\":\"42\","
+                          "\"generation\":1,\"creationTimestamp\":\"" CREATED "\",\"labels\":{"
+                          "\"a\":\"b\"}},\"spec\":{\"containers\":[]}}");
+    free(out);
+}
+
+Test(objects, create_fills_kind_and_drops_generation_without_spec)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"c\",\"generation\":3},\"data\":{}}",
+                        "configmaps", "ns1", NULL, 7, &out, NULL, 0),
+                 0);
+    cr_assert_str_eq(out, "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                          "\"c\",\"namespace\":\"ns1\",\"uid\":\"u-1\",\"resourceVersion\":\"7\","
+                          "\"creationTimestamp\":\"" CREATED "\"},\"data\":{}}");
+    free(out);
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"d\"},\"spec\":{}}", "deployments", "ns1", NULL,
+                        7, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"apiVersion\":\"apps/v1\"") != NULL, "%s", out);
+    cr_assert(strstr(out, "\"generation\":1") != NULL, "%s", out);
+    free(out);
+    /* Namespace, Node and Service have a spec but no generation. */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"n\"},\"spec\":{}}", "namespaces", NULL, NULL, 7,
+                        &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "generation") == NULL, "%s", out);
+    free(out);
+}
+
+Test(objects, create_namespace_rules)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(create("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"namespace\":"
+                        "\"other\"}}",
+                        "configmaps", "default", NULL, 1, &out, err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the namespace of the provided object does not match the namespace "
+                          "sent on the request");
+    free(out);
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"c\",\"namespace\":\"default\"}}", "configmaps",
+                        "default", NULL, 1, &out, NULL, 0),
+                 0);
+    free(out);
+    /* cluster-scoped: a namespace in the body is dropped */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"n1\",\"namespace\":\"x\"}}", "nodes", NULL, NULL,
+                        1, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "namespace") == NULL, "%s", out);
+    free(out);
+    /* ... also when the caller passes a namespace for a built-in cluster-scoped resource */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"n1\",\"namespace\":\"x\"}}", "nodes", "x", NULL,
+                        1, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "namespace") == NULL, "%s", out);
+    free(out);
+}
+
+Test(objects, create_generate_name)
+{
+    char err[256];
+    const char *name;
+    cJSON *a = parse("{\"metadata\":{\"generateName\":\"web-\"}}");
+    cJSON *b = parse("{\"metadata\":{\"generateName\":\"web-\"}}");
+    cJSON *c = parse("{\"metadata\":{\"generateName\":\"web-\"}}");
+
+    cr_assert_eq(objects_prepare_create(a, "pods", "default", NULL, 5, "u-1", CREATED, err,
+                                        sizeof(err)),
+                 0, "%s", err);
+    name = meta_str(a, "name");
+    cr_assert_eq(strlen(name), 4 + OBJECTS_GENERATE_SUFFIX_LEN);
+    cr_assert_eq(strncmp(name, "web-", 4), 0);
+    for (size_t i = 4; name[i] != '\0'; i++) {
+        cr_assert(strchr("bcdfghjklmnpqrstvwxz2456789", name[i]) != NULL, "%s", name);
+    }
+    cr_assert_str_eq(meta_str(a, "generateName"), "web-");
+    /* reproducible from (uid, rv), different for another rv */
+    objects_prepare_create(b, "pods", "default", NULL, 5, "u-1", CREATED, NULL, 0);
+    objects_prepare_create(c, "pods", "default", NULL, 6, "u-2", CREATED, NULL, 0);
+    cr_assert_str_eq(meta_str(b, "name"), name);
+    cr_assert_str_neq(meta_str(c, "name"), name);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+}
+
+Test(objects, create_generate_name_cuts_a_long_prefix_to_58)
+{
+    char prefix[71];
+    char json[128];
+    cJSON *obj;
+
+    memset(prefix, 'a', 70);
+    prefix[70] = '\0';
+    snprintf(json, sizeof(json), "{\"metadata\":{\"generateName\":\"%s\"}}", prefix);
+    obj = parse(json);
+    cr_assert_eq(objects_prepare_create(obj, "configmaps", "default", NULL, 1, "u", CREATED, NULL,
+                                        0),
+                 0);
+    cr_assert_eq(strlen(meta_str(obj, "name")), 63);
+    cr_assert_eq(strncmp(meta_str(obj, "name"), prefix, 58), 0);
+    cJSON_Delete(obj);
+}
+
+Test(objects, create_without_name_is_invalid)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(create("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{}}",
+                        "configmaps", "default", NULL, 1, &out, err, sizeof(err)),
+                 -EDOM);
+    cr_assert_str_eq(err, "ConfigMap \"\" is invalid: metadata.name: Required value: name or "
+                          "generateName is required");
+    free(out);
+    cr_assert_eq(create("{}", "deployments", "default", NULL, 1, &out, err, sizeof(err)), -EDOM);
+    cr_assert_str_eq(err, "Deployment.apps \"\" is invalid: metadata.name: Required value: name "
+                          "or generateName is required");
+    free(out);
+}
+
+Test(objects, create_with_resource_version_is_refused_like_storage)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"12\"}}", "configmaps",
+                        "default", NULL, 13, &out, err, sizeof(err)),
+                 -EIO);
+    cr_assert_str_eq(err, "resourceVersion should not be set on objects to be created");
+    free(out);
+    /* "0" parses as zero, anything unparseable is ignored: both are overwritten */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"0\"}}", "configmaps",
+                        "default", NULL, 13, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"resourceVersion\":\"13\"") != NULL, "%s", out);
+    free(out);
+}
+
+Test(objects, create_decode_errors)
+{
+    char *out;
+    char err[256];
+    cJSON *arr = parse("[]");
+
+    cr_assert_eq(create("{\"kind\":\"Secret\",\"metadata\":{\"name\":\"c\"}}", "configmaps",
+                        "default", NULL, 1, &out, err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the object provided is unrecognized (must be of type ConfigMap)");
+    free(out);
+    cr_assert_eq(create("{\"metadata\":\"c\"}", "configmaps", "default", NULL, 1, &out, NULL, 0),
+                 -EINVAL);
+    free(out);
+    cr_assert_eq(objects_prepare_create(arr, "pods", "default", NULL, 1, "u", CREATED, NULL, 0),
+                 -EINVAL);
+    cJSON_Delete(arr);
+    /* custom resources must say what they are */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"w\"}}", "widgets", "default", NULL, 1, &out,
+                        NULL, 0),
+                 -EINVAL);
+    free(out);
+    cr_assert_eq(create("{\"kind\":\"Widget\",\"apiVersion\":\"example.com/v1\",\"metadata\":{"
+                        "\"name\":\"w\"},\"spec\":{}}",
+                        "widgets", "default", NULL, 1, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"generation\":1") != NULL, "%s", out);
+    free(out);
+}
+
+Test(objects, create_with_url_name_checks_it)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"b\"}}", "configmaps", "default", "a", 1, &out,
+                        err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the name of the object (b) does not match the name on the URL (a)");
+    free(out);
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"a\"}}", "configmaps", "default", "a", 1, &out,
+                        NULL, 0),
+                 0);
+    free(out);
+}
+
+Test(objects, create_secret_folds_string_data)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\"},\"data\":{\"a\":"
+                        "\"YQ==\",\"k\":\"old\"},\"stringData\":{\"k\":\"v\"},\"type\":\"Opaque\"}",
+                        "secrets", "default", NULL, 1, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"data\":{\"a\":\"YQ==\",\"k\":\"dg==\"}") != NULL, "%s", out);
+    cr_assert(strstr(out, "stringData") == NULL, "%s", out);
+    free(out);
+}
+
+/* ---- update -------------------------------------------------------------------------------- */
+
+#define OLD_POD                                                                                    \
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"namespace\":"          \
+    "\"default\",\"uid\":\"u-old\",\"resourceVersion\":\"5\",\"generation\":1,"                    \
+    "\"creationTimestamp\":\"2024-06-01T00:00:00Z\"},\"spec\":{\"nodeName\":\"n1\"}}"
+
+/* Updates OLD_POD with <json>; returns rc and the result in *out. */
+static int update(const char *old_json, const char *json, const char *resource, const char *ns,
+                  const char *name, char **out, char *err, size_t err_len)
+{
+    cJSON *old = parse(old_json);
+    cJSON *obj = parse(json);
+    int rc = objects_prepare_update(obj, old, resource, ns, name, 6, err, err_len);
+
+    cJSON_Delete(old);
+    *out = print_free(obj);
+    return rc;
+}
+
+Test(objects, update_with_a_stale_resource_version_conflicts)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(update(OLD_POD, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"4\"}}",
+                        "pods", "default", "a", &out, err, sizeof(err)),
+                 -EBUSY);
+    cr_assert_str_eq(err, "Operation cannot be fulfilled on pods \"a\": the object has been "
+                          "modified; please apply your changes to the latest version and try "
+                          "again");
+    free(out);
+    cr_assert_eq(update("{\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"5\"}}",
+                        "{\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"x\"}}",
+                        "deployments", "ns", "d", &out, err, sizeof(err)),
+                 -EBUSY);
+    cr_assert(strncmp(err, "Operation cannot be fulfilled on deployments.apps \"d\":", 54) == 0,
+              "%s", err);
+    free(out);
+}
+
+Test(objects, update_keeps_identity_and_bumps_generation_on_spec_change)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(update(OLD_POD,
+                        "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\",\"uid\":\"forged\","
+                        "\"creationTimestamp\":\"1999-01-01T00:00:00Z\",\"generation\":40},"
+                        "\"spec\":{\"nodeName\":\"n2\"}}",
+                        "pods", "default", "a", &out, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_str_eq(out, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+                          "\"namespace\":\"default\",\"uid\":\"u-old\",\"resourceVersion\":\"6\","
+                          "\"generation\":2,\"creationTimestamp\":\"2024-06-01T00:00:00Z\"},"
+                          "\"spec\":{\"nodeName\":\"n2\"}}");
+    free(out);
+    /* unconditional (no resourceVersion), label-only change: generation stays */
+    cr_assert_eq(update(OLD_POD,
+                        "{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"y\"}},\"spec\":{"
+                        "\"nodeName\":\"n1\"}}",
+                        "pods", NULL, NULL, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"generation\":1,") != NULL, "%s", out);
+    cr_assert(strstr(out, "\"resourceVersion\":\"6\"") != NULL, "%s", out);
+    cr_assert(strstr(out, "\"namespace\":\"default\"") != NULL, "ns NULL keeps it: %s", out);
+    free(out);
+    /* a ConfigMap has no generation to keep */
+    cr_assert_eq(update("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\",\"resourceVersion\":"
+                        "\"5\"}}",
+                        "{\"metadata\":{\"name\":\"c\",\"generation\":3},\"data\":{}}",
+                        "configmaps", "default", "c", &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "generation") == NULL, "%s", out);
+    cr_assert(strstr(out, "\"kind\":\"ConfigMap\"") != NULL, "%s", out);
+    free(out);
+}
+
+Test(objects, update_checks_name_namespace_and_kind)
+{
+    char *out;
+    char err[256];
+
+    cr_assert_eq(update(OLD_POD, "{\"metadata\":{\"name\":\"b\"}}", "pods", "default", "a", &out,
+                        err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the name of the object (b) does not match the name on the URL (a)");
+    free(out);
+    cr_assert_eq(update(OLD_POD, "{\"metadata\":{}}", "pods", "default", "a", &out, err,
+                        sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the name of the object (a based on URL) was undeterminable: name "
+                          "must be provided");
+    free(out);
+    cr_assert_eq(update(OLD_POD, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"other\"}}", "pods",
+                        "default", "a", &out, err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the namespace of the object (other) does not match the namespace on "
+                          "the request (default)");
+    free(out);
+    cr_assert_eq(update(OLD_POD, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"a\"}}", "pods",
+                        "default", "a", &out, err, sizeof(err)),
+                 -EINVAL);
+    cr_assert_str_eq(err, "the object provided is unrecognized (must be of type Pod)");
+    free(out);
+}
+
+Test(objects, update_secret_folds_string_data)
+{
+    char *out;
+
+    cr_assert_eq(update("{\"kind\":\"Secret\",\"metadata\":{\"name\":\"s\"},\"data\":{}}",
+                        "{\"metadata\":{\"name\":\"s\"},\"stringData\":{\"p\":\"foobar\"}}",
+                        "secrets", "default", "s", &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"data\":{\"p\":\"Zm9vYmFy\"}") != NULL, "%s", out);
+    free(out);
+}
+
+/* ---- merge patch ------------------------------------------------------------------------------ */
+
+/* RFC 7386 appendix A, the examples with an object target and an object patch. */
+Test(objects, merge_patch_rfc7386_examples)
+{
+    static const char *const cases[][3] = {
+        {"{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+        {"{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}"},
+        {"{\"a\":\"b\"}", "{\"a\":null}", "{}"},
+        {"{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}"},
+        {"{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+        {"{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}"},
+        {"{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}", "{\"a\":{\"b\":\"d\"}}"},
+        {"{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}"},
+        {"{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}"},
+        {"{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}"},
+        /* a non-object member is replaced by {} before merging into it */
+        {"{\"a\":\"x\"}", "{\"a\":{\"b\":\"c\",\"d\":null}}", "{\"a\":{\"b\":\"c\"}}"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *target = parse(cases[i][0]);
+        cJSON *patch = parse(cases[i][1]);
+        cJSON *want = parse(cases[i][2]);
+        cr_assert_eq(objects_merge_patch(target, patch), 0);
+        char *got = cJSON_PrintUnformatted(target);
+        cr_assert(cJSON_Compare(target, want, true), "case %zu: got %s want %s", i, got,
+                  cases[i][2]);
+        free(got);
+        cJSON_Delete(target);
+        cJSON_Delete(patch);
+        cJSON_Delete(want);
+    }
+}
+
+Test(objects, merge_patch_needs_objects)
+{
+    cJSON *obj = parse("{\"a\":1}");
+    cJSON *arr = parse("[\"c\"]");
+    cJSON *null = parse("null");
+
+    cr_assert_eq(objects_merge_patch(obj, arr), -EINVAL);
+    cr_assert_eq(objects_merge_patch(obj, null), -EINVAL);
+    cr_assert_eq(objects_merge_patch(arr, obj), -EINVAL);
+    cJSON_Delete(obj);
+    cJSON_Delete(arr);
+    cJSON_Delete(null);
+}
+
+Test(objects, merge_patch_then_update_detects_a_stale_patch)
+{
+    /* A PATCH carrying an old resourceVersion conflicts, as kube's does. */
+    cJSON *old = parse(OLD_POD);
+    cJSON *copy = cJSON_Duplicate(old, true);
+    cJSON *patch = parse("{\"metadata\":{\"resourceVersion\":\"3\",\"labels\":{\"x\":\"y\"}}}");
+
+    cr_assert_eq(objects_merge_patch(copy, patch), 0);
+    cr_assert_eq(objects_prepare_update(copy, old, "pods", "default", "a", 6, NULL, 0), -EBUSY);
+    cJSON_Delete(copy);
+    cJSON_Delete(patch);
+    cJSON_Delete(old);
+}
+
+/* ---- generators ----------------------------------------------------------------------------- */
+
+static const char *const generated[] = {"pods", "configmaps", "secrets", "services",
+                                        "nodes", "namespaces", "events", "deployments",
+                                        "replicasets", "widgets"};
+
+Test(objects, generated_objects_are_valid_and_deterministic)
+{
+    for (size_t i = 0; i < sizeof(generated) / sizeof(generated[0]); i++) {
+        const char *res = generated[i];
+        const struct apires_kind *t = objects_type(res);
+        cJSON *obj = objects_generate(res, "team-a", "web-1", 7);
+        const cJSON *labels;
+        char *a;
+        char *b;
+        cJSON *again;
+
+        cr_assert(cJSON_IsObject(obj), "%s", res);
+        cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(obj, "kind")->valuestring,
+                         t != NULL ? t->kind : "Widget");
+        cr_assert_str_eq(meta_str(obj, "name"), "web-1");
+        if (t == NULL || t->namespaced) {
+            cr_assert_str_eq(meta_str(obj, "namespace"), "team-a", "%s", res);
+        } else {
+            cr_assert_null(meta_str(obj, "namespace"), "%s", res);
+        }
+        labels = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+        if (strcmp(res, "events") != 0) { /* real Events carry no labels */
+            cr_assert(cJSON_IsObject(labels) && labels->child != NULL, "%s has no labels", res);
+        }
+
+        a = print_free(obj);
+        again = cJSON_Parse(a);
+        cr_assert(again != NULL, "%s: %s", res, a);
+        b = print_free(objects_generate(res, "team-a", "web-1", 7));
+        cr_assert_str_eq(a, b, "%s is not deterministic", res);
+        free(b);
+        /* and the generated object is a valid create */
+        cr_assert_eq(objects_prepare_create(again, res, "team-a", NULL, 10, "u", CREATED, NULL, 0),
+                     t == NULL ? -EINVAL : 0, "%s", res); /* no apiVersion for a custom kind */
+        cJSON_Delete(again);
+        free(a);
+    }
+}
+
+Test(objects, generated_pods_look_real_and_weigh_about_1kb)
+{
+    size_t min = SIZE_MAX;
+    size_t max = 0;
+    size_t total = 0;
+
+    for (unsigned seed = 0; seed < 200; seed++) {
+        char name[32];
+        cJSON *pod;
+        const cJSON *spec;
+        const cJSON *status;
+        char *s;
+        size_t n;
+
+        snprintf(name, sizeof(name), "api-%u", seed);
+        pod = objects_generate("pods", "default", name, seed);
+        spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+        status = cJSON_GetObjectItemCaseSensitive(pod, "status");
+        cr_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(spec, "nodeName")));
+        cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(spec, "containers")));
+        cr_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(status, "phase")));
+        cr_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(status, "podIP")));
+        cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(
+                                 cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels"),
+                             "app")
+                             ->valuestring,
+                         "api");
+        cr_assert_eq(objects_prepare_create(pod, "pods", "default", NULL, 123456, 
+                                            "6f0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d", CREATED, NULL,
+                                            0),
+                     0);
+        s = print_free(pod);
+        n = strlen(s);
+        min = n < min ? n : min;
+        max = n > max ? n : max;
+        total += n;
+        free(s);
+    }
+    cr_assert(min >= 900 && max <= 1300, "stored pod sizes %zu..%zu bytes", min, max);
+    cr_assert(total / 200 >= 1000 && total / 200 <= 1200, "mean %zu", total / 200);
+}
+
+Test(objects, different_seeds_give_different_objects)
+{
+    char *a = print_free(objects_generate("pods", "default", "web-1", 1));
+    char *b = print_free(objects_generate("pods", "default", "web-1", 2));
+
+    cr_assert_str_neq(a, b);
+    free(a);
+    free(b);
+}
+
+Test(objects, generic_kind_comes_from_the_plural)
+{
+    cJSON *obj = objects_generate("widgets", NULL, "w", 1);
+
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(obj, "kind")->valuestring, "Widget");
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(obj, "apiVersion"));
+    cr_assert_null(meta_str(obj, "namespace"));
+    cJSON_Delete(obj);
+}
+
+/* ---- churn ---------------------------------------------------------------------------------- */
+
+static const cJSON *path(const cJSON *obj, const char *a, const char *b)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
+}
+
+Test(objects, mutate_pod_changes_label_or_annotation_and_status)
+{
+    cJSON *pod = objects_generate("pods", "default", "web-1", 3);
+    const cJSON *cs;
+
+    cr_assert_eq(objects_mutate(pod, 5), 0);
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(path(pod, "metadata", "labels"), "churn")
+                         ->valuestring,
+                     "b1");
+    cs = cJSON_GetArrayItem(path(pod, "status", "containerStatuses"), 0);
+    cr_assert_eq(cJSON_GetObjectItemCaseSensitive(cs, "restartCount")->valueint, 1);
+    cr_assert_eq(objects_mutate(pod, 8), 0);
+    cr_assert_str_eq(
+        cJSON_GetObjectItemCaseSensitive(path(pod, "metadata", "annotations"), "kwp.io/churn")
+            ->valuestring,
+        "8");
+    cr_assert_eq(cJSON_GetObjectItemCaseSensitive(cs, "restartCount")->valueint, 2);
+    cJSON_Delete(pod);
+}
+
+Test(objects, mutate_every_kind_changes_it)
+{
+    for (size_t i = 0; i < sizeof(generated) / sizeof(generated[0]); i++) {
+        cJSON *obj = objects_generate(generated[i], "ns", "web-1", 1);
+        char *before = cJSON_PrintUnformatted(obj);
+        char *after;
+
+        cr_assert_eq(objects_mutate(obj, 10), 0);
+        after = cJSON_PrintUnformatted(obj);
+        cr_assert_str_neq(before, after, "%s", generated[i]);
+        free(before);
+        free(after);
+        /* the mutated object is a valid update of the original */
+        cJSON_Delete(obj);
+    }
+    cJSON *arr = parse("[]");
+    cr_assert_eq(objects_mutate(arr, 1), -EINVAL);
+    cJSON_Delete(arr);
+}
+
+Test(objects, mutate_workload_and_configmap_status_fields)
+{
+    cJSON *dep = objects_generate("deployments", "ns", "web", 1);
+    cJSON *cm = objects_generate("configmaps", "ns", "web", 1);
+    cJSON *sec = objects_generate("secrets", "ns", "web", 1);
+    int replicas = path(dep, "spec", "replicas")->valueint;
+
+    cr_assert_eq(objects_mutate(dep, 0), 0);
+    cr_assert_eq(path(dep, "status", "readyReplicas")->valueint, 0);
+    cr_assert_eq(objects_mutate(dep, (unsigned)replicas), 0);
+    cr_assert_eq(path(dep, "status", "readyReplicas")->valueint, replicas);
+    cr_assert_eq(objects_mutate(cm, 42), 0);
+    cr_assert_str_eq(path(cm, "data", "rev")->valuestring, "42");
+    cr_assert_eq(objects_mutate(sec, 42), 0);
+    cr_assert_str_eq(path(sec, "data", "rev")->valuestring, "NDI=");
+    cJSON_Delete(dep);
+    cJSON_Delete(cm);
+    cJSON_Delete(sec);
+}
