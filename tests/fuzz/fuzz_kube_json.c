@@ -1,0 +1,166 @@
+/*
+ * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c (not in the
+ * default build). Build and run from the repository root:
+ *
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+ *     -I. -I/usr/include/cjson proxy/kube_json.c cache/blob.c cache/bug.c cache/rv.c \
+ *     tests/fuzz/fuzz_kube_json.c -lcjson -lm -o /tmp/fuzz_kube_json
+ *   mkdir -p /tmp/kj-corpus && /tmp/fuzz_kube_json -max_total_time=60 -max_len=4096 /tmp/kj-corpus
+ *
+ * Every input goes, as an exact-size buffer, through the byte scanner (member, array,
+ * event, strip), kube_meta_parse/kube_json_blob and kube_json_continue_decode, and checks
+ * invariants: spans lie inside the input, stripped output is a valid object without
+ * kind/apiVersion, quoted output is valid JSON, a decoded continue token re-encodes to a
+ * token that decodes to the same rv and key.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/blob.h"
+#include "proxy/kube_json.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            __builtin_trap();                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static void fuzz_spans(const char *d, size_t n)
+{
+    static const char *const fields[] = {"spec.nodeName", "status.phase", "a.b.c", NULL};
+    struct kube_event ev;
+    struct kube_meta m;
+    size_t off = 0, len = 0;
+    struct blob *b;
+    char *s;
+
+    if (kube_json_member(d, n, "metadata", &off, &len) == 0) {
+        CHECK(off < n && len > 0 && len <= n - off);
+    }
+    if (kube_json_event_parse(d, n, &ev) == 0) {
+        CHECK(ev.obj_off < n && ev.obj_len >= 2 && ev.obj_len <= n - ev.obj_off);
+        CHECK(d[ev.obj_off] == '{' && d[ev.obj_off + ev.obj_len - 1] == '}');
+    }
+    for (size_t pos = 0, k = 0; k < 100000; k++) {
+        int rc = kube_json_array_next(d, n, &pos, &off, &len);
+
+        CHECK(rc <= 1);
+        if (rc != 1) {
+            break;
+        }
+        CHECK(off < n && len > 0 && len <= n - off && off + len == pos);
+    }
+    s = kube_json_strip_type_meta(d, n, &len);
+    if (s != NULL) {
+        CHECK(len <= n && strlen(s) == len);
+        CHECK(kube_json_member(s, len, "kind", &off, &len) == -ENOENT);
+        CHECK(kube_json_member(s, len, "apiVersion", &off, &len) == -ENOENT);
+        free(s);
+    }
+    if (kube_meta_parse(d, n, fields, &m) == 0) {
+        CHECK(m.meta.name != NULL && m.meta.name[0] != '\0');
+        if (m.meta.rv_len > 0) {
+            CHECK(m.meta.rv_off < n && m.meta.rv_len <= n - m.meta.rv_off);
+            CHECK(memcmp(d + m.meta.rv_off, m.meta.rv_str, m.meta.rv_len) == 0);
+        }
+        kube_meta_fini(&m);
+        b = kube_json_blob(d, n, fields);
+        CHECK(b != NULL);
+        blob_unref(b);
+    }
+}
+
+static void fuzz_quote(const char *d, size_t n)
+{
+    size_t need = kube_json_quote(d, n, NULL, 0);
+    char *buf = malloc(need + 8);
+    size_t off, len;
+
+    buf[0] = '{';
+    buf[1] = '"';
+    buf[2] = 'a';
+    buf[3] = '"';
+    buf[4] = ':';
+    CHECK(kube_json_quote(d, n, buf + 5, need + 1) == need);
+    buf[5 + need] = '}';
+    CHECK(kube_json_member(buf, need + 6, "a", &off, &len) == 0 && len == need);
+    free(buf);
+}
+
+/* Raw bytes as a base64url token, so the Go JSON scanner and decoder see fuzzed JSON. */
+static size_t b64url(const char *in, size_t n, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const unsigned char *u = (const unsigned char *)in;
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
+                     (i + 2 < n ? u[i + 2] : 0);
+        size_t k = n - i >= 3 ? 4 : n - i + 1;
+
+        for (size_t j = 0; j < k; j++) {
+            out[o++] = a[(v >> (18 - 6 * j)) & 63];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static void fuzz_continue_tok(const char *tok)
+{
+    char start[KUBE_JSON_CONTINUE_MAX], start2[KUBE_JSON_CONTINUE_MAX], err[256];
+    char *enc;
+    int64_t rv = 0, rv2 = 0;
+    size_t elen;
+
+    if (kube_json_continue_decode(tok, &rv, start, sizeof(start), err, sizeof(err)) != 0) {
+        CHECK(strncmp(err, "continue key is not valid", 25) == 0);
+        return;
+    }
+    CHECK(rv != 0);
+    elen = kube_json_continue_encode(rv, start, NULL, 0);
+    enc = malloc(elen + 1);
+    kube_json_continue_encode(rv, start, enc, elen + 1);
+    if (elen <= KUBE_JSON_CONTINUE_MAX) {
+        /* An empty key ("/" token) re-encodes as "\0", which decodes back to "". */
+        CHECK(kube_json_continue_decode(enc, &rv2, start2, sizeof(start2), err, sizeof(err)) ==
+              0);
+        CHECK(rv2 == rv && strcmp(start, start2) == 0);
+    }
+    free(enc);
+}
+
+static void fuzz_continue(const char *d, size_t n)
+{
+    char tok[KUBE_JSON_CONTINUE_MAX + 1];
+
+    if (n > KUBE_JSON_CONTINUE_MAX) {
+        n = KUBE_JSON_CONTINUE_MAX;
+    }
+    memcpy(tok, d, n);
+    tok[n] = '\0';
+    fuzz_continue_tok(tok);
+    if (n <= KUBE_JSON_CONTINUE_MAX / 4 * 3) {
+        b64url(d, n, tok);
+        fuzz_continue_tok(tok);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* An exact-size copy so ASan flags any read past the end. */
+    char *d = malloc(size ? size : 1);
+
+    memcpy(d, data, size);
+    fuzz_spans(d, size);
+    fuzz_quote(d, size);
+    fuzz_continue(d, size);
+    free(d);
+    return 0;
+}
