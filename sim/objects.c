@@ -355,6 +355,31 @@ static void fold_string_data(cJSON *obj)
     cJSON_Delete(sd);
 }
 
+/* namespaceStrategy.PrepareForCreate: phase Active, the "kubernetes" finalizer, and the
+ * kubernetes.io/metadata.name label (1.21+), whatever the client sent. */
+static void prepare_namespace(cJSON *obj, cJSON *meta)
+{
+    cJSON *spec = child_obj(obj, "spec");
+    cJSON *fin = cJSON_GetObjectItemCaseSensitive(spec, "finalizers");
+    const cJSON *f;
+    cJSON *status = cj(cJSON_CreateObject());
+
+    set_str(child_obj(meta, "labels"), "kubernetes.io/metadata.name", str_of(meta, "name"));
+    if (!cJSON_IsArray(fin)) {
+        fin = set_item(spec, "finalizers", cj(cJSON_CreateArray()));
+    }
+    for (f = fin->child; f != NULL; f = f->next) {
+        if (cJSON_IsString(f) && strcmp(f->valuestring, "kubernetes") == 0) {
+            break;
+        }
+    }
+    if (f == NULL) {
+        cJSON_AddItemToArray(fin, cj(cJSON_CreateString("kubernetes")));
+    }
+    add_str(status, "phase", "Active");
+    set_item(obj, "status", status);
+}
+
 /* Kinds whose registry strategies never set metadata.generation although they have a spec. */
 static bool kind_has_generation(const cJSON *obj)
 {
@@ -446,6 +471,8 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
     }
     if (strcmp(str_of(obj, "kind"), "Secret") == 0) {
         fold_string_data(obj);
+    } else if (strcmp(str_of(obj, "kind"), "Namespace") == 0) {
+        prepare_namespace(obj, meta);
     }
     order_members(meta, meta_order);
     order_members(obj, top_order);

@@ -64,7 +64,9 @@ const char *objects_kind(const char *plural);
  * resourceVersion=<rv> as a decimal string, removes deletionTimestamp,
  * deletionGracePeriodSeconds and selfLink, sets generation 1 when the object has a "spec"
  * (except Namespace, Node and Service, whose strategies never set it; others drop any
- * generation sent), and folds a Secret's stringData into data (base64) as the apiserver does.
+ * generation sent), folds a Secret's stringData into data (base64) as the apiserver does,
+ * and gives a Namespace what its strategy does: status {"phase":"Active"}, the "kubernetes"
+ * spec finalizer and the label kubernetes.io/metadata.name=<name>.
  * Returns 0 or a code from the table above with the message in <err> (err_len bytes, may
  * be 0). <obj> may be partly modified on error. Any thread.
  */

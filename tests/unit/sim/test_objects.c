@@ -269,6 +269,30 @@ Test(objects, create_with_url_name_checks_it)
     free(out);
 }
 
+Test(objects, create_namespace_as_its_strategy_does)
+{
+    char *out;
+
+    /* the body kubectl create namespace sends (tests/data/kubectl-create-namespace.pb) */
+    cr_assert_eq(create("{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                        "\"ns1\"},\"spec\":{},\"status\":{}}",
+                        "namespaces", NULL, NULL, 3, &out, NULL, 0),
+                 0);
+    cr_assert_str_eq(out, "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                          "\"ns1\",\"uid\":\"u-1\",\"resourceVersion\":\"3\",\"creationTimestamp\":"
+                          "\"" CREATED "\",\"labels\":{\"kubernetes.io/metadata.name\":\"ns1\"}},"
+                          "\"spec\":{\"finalizers\":[\"kubernetes\"]},\"status\":{\"phase\":"
+                          "\"Active\"}}");
+    free(out);
+    /* an existing kubernetes finalizer is not repeated, others are kept */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"n\"},\"spec\":{\"finalizers\":[\"x\","
+                        "\"kubernetes\"]}}",
+                        "namespaces", NULL, NULL, 3, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"finalizers\":[\"x\",\"kubernetes\"]") != NULL, "%s", out);
+    free(out);
+}
+
 Test(objects, create_secret_folds_string_data)
 {
     char *out;
