@@ -29,7 +29,7 @@
 #include "proxy/log.h"
 
 #define HTTP_MAX_QUERY 64
-#define HTTP_MAX_EXTRA_HEADERS 8
+#define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
 
 struct http_server {
     struct MHD_Daemon *d;
@@ -354,7 +354,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         rl.rlim_cur < (rlim_t)max_conn + 64) {
         max_conn = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
-        log_warn("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
+        log_info("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
     }
     srv = xcalloc(1, sizeof(*srv));
     srv->handle = handle;
@@ -496,6 +496,7 @@ static void queue(struct http_req *req, int code, const char *content_type,
     char audit[37];
     const char *given = http_req_header(req, "Audit-ID");
     bool have_cc = false;
+    bool have_audit = false;
 
     BUG_ON(req->replied);
     BUG_ON(!resp);
@@ -504,8 +505,13 @@ static void queue(struct http_req *req, int code, const char *content_type,
         if (strcasecmp(req->hdr[i].name, "Cache-Control") == 0) {
             have_cc = true;
         }
+        if (strcasecmp(req->hdr[i].name, "Audit-Id") == 0) {
+            have_audit = true; /* the passthrough copies the apiserver's */
+        }
     }
-    if (given && given[0] && strlen(given) < 128) {
+    if (have_audit) {
+        /* already there */
+    } else if (given && given[0] && strlen(given) < 128) {
         MHD_add_response_header(resp, "Audit-Id", given);
     } else {
         uuid4(audit);

@@ -6,13 +6,16 @@
 #include <string.h>
 
 #include "proxy/log.h"
+#include "proxy/proxy.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: kwp COMMAND [flags]\n\n"
           "commands:\n"
+          "  proxy   the caching list/watch proxy (the main job)\n"
           "  sim     a simulated kube-apiserver (test upstream, 410 lab)\n"
+          "  demo    sim + proxy in one process: the embedded default, nothing else needed\n"
           "\n"
           "environment: KWP_LOG_LEVEL=debug|info|warn|error; every flag has a KWP_* twin.\n"
           "Run 'kwp COMMAND --help' for the flags of a command.\n",
@@ -35,6 +38,12 @@ int main(int argc, char **argv)
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (strcmp(argv[1], "proxy") == 0) {
+        return proxy_main(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "demo") == 0) {
+        return proxy_demo_main(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "sim") == 0) {
         return sim_main(argc - 1, argv + 1);
