@@ -874,7 +874,8 @@ static const char *resolve_upstream(const struct proxy_opts *o, char *err, size_
 {
     const char *kc = o->kubeconfig ? o->kubeconfig : getenv("KUBECONFIG");
     const char *home = getenv("HOME");
-    char path[1024];
+    char msg[200];
+    char path[256];
     struct stat st;
 
     *fatal = false;
@@ -895,13 +896,14 @@ static const char *resolve_upstream(const struct proxy_opts *o, char *err, size_
                  getenv("KUBERNETES_SERVICE_PORT"));
         return url;
     }
-    if (home) {
+    if (home && strlen(home) < sizeof(path) - 16) {
         snprintf(path, sizeof(path), "%s/.kube/config", home);
         if (stat(path, &st) == 0) {
+            snprintf(msg, sizeof(msg), "%.150s", path);
             snprintf(err, err_len,
                      "found %s but reading kubeconfig files is not supported yet; pass "
                      "--upstream URL",
-                     path);
+                     msg);
             *fatal = true;
             return NULL;
         }
