@@ -870,6 +870,7 @@ static void start_stream(struct hreq *h)
     h->counted_open = true;
     atomic_fetch_add(&h->ar->ctr.watches_open, 1);
     schedule_bookmark(h, now);
+    http_req_set_stall_timeout(h->req, (unsigned)opt_or(h->opts->watch_stall_s, 10));
     http_reply_stream(h->req, 200, "application/json", watch_read, h);
 }
 

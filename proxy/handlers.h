@@ -28,6 +28,8 @@ struct handlers_opts {
     int64_t too_large_wait_ms;       /* the 3 s rule (3000) */
     int64_t freshness_wait_ms;       /* proxy: wait this long for rv N, then forward */
     bool local_too_large;            /* wait too_large_wait_ms and answer 504 ourselves */
+    int64_t watch_stall_s;           /* end a watch whose client accepts no byte this long
+                                        while events wait for it (default 10 s) */
 };
 
 /*

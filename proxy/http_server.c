@@ -459,6 +459,11 @@ int64_t http_req_start_ms(const struct http_req *req)
     return req->start_ms;
 }
 
+void http_req_set_stall_timeout(struct http_req *req, unsigned seconds)
+{
+    MHD_set_connection_option(req->conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
 void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn)
 {
     req->state = state;

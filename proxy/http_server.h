@@ -83,6 +83,13 @@ int http_req_fd(const struct http_req *req);
 /* Monotonic ms when the request arrived. */
 int64_t http_req_start_ms(const struct http_req *req);
 
+/*
+ * Closes the connection when it makes no progress for <seconds> (0 = never). Suspended
+ * connections never time out (MHD), so for a watch this only ends a client that stopped
+ * reading while data was waiting for it. Call from the handle function.
+ */
+void http_req_set_stall_timeout(struct http_req *req, unsigned seconds);
+
 /* App state attached to the request; freed with <free_fn> at completion. */
 void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn);
 void *http_req_state(const struct http_req *req);

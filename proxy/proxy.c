@@ -62,6 +62,7 @@ struct proxy_opts {
     int64_t history_max;
     int64_t history_window_ms;
     int64_t bookmark_interval_ms;
+    int64_t watch_stall_ms;
     int64_t threads;
     int64_t max_connections;
     int64_t conn_memory;
@@ -745,6 +746,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->history_max = RING_MAX_CAP_DEFAULT;
     o->history_window_ms = RING_FRESH_MS_DEFAULT;
     o->bookmark_interval_ms = 60000;
+    o->watch_stall_ms = 10000;
     o->threads = 2;
     o->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
     o->conn_memory = HTTP_DEFAULT_CONN_MEMORY;
@@ -831,6 +833,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     p->hopts.app = p;
     p->hopts.bookmark_interval_ms = o->bookmark_interval_ms;
     p->hopts.freshness_wait_ms = o->freshness_wait_ms;
+    p->hopts.watch_stall_s = (o->watch_stall_ms + 999) / 1000;
     p->hopts.local_too_large = strcmp(o->too_large_rv, "local") == 0;
     (void)discover(p);
     if (p->disc_loaded) {
@@ -996,6 +999,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"history-max", CFG_INT, &(o).history_max, 1, 100000000, "history window: maximum events per resource (default 102400)"}, \
     {"history-window", CFG_DURATION, &(o).history_window_ms, 0, 0, "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"}, \
     {"bookmark-interval", CFG_DURATION, &(o).bookmark_interval_ms, 1000, 3600000, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"}, \
+    {"watch-stall-timeout", CFG_DURATION, &(o).watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"}, \
     {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default 2)"}, \
     {"max-connections", CFG_INT, &(o).max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"}, \
     {"conn-memory", CFG_SIZE, &(o).conn_memory, 4096, 16777216, "per-connection memory pool: headers and write buffer (default 32Ki)"}, \
