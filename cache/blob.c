@@ -96,6 +96,8 @@ struct blob *blob_new(const char *data, size_t len, const struct blob_meta *meta
     rv_str_len = strlen(rv_str);
     key_len = ns_len > 0 ? ns_len + 1 + name_len : name_len;
 
+    /* One allocation: the object is freed with a single free() on the last unref, and its
+     * bytes sit next to its metadata for the framing writers. */
     total = sizeof(*b) + len + 1 + key_len + 1 + ns_len + 1 + name_len + 1 + rv_str_len + 1 +
             lab_size + fld_size;
     arr_off = (total + alignof(struct blob_kv) - 1) & ~(alignof(struct blob_kv) - 1);
@@ -122,6 +124,7 @@ struct blob *blob_new(const char *data, size_t len, const struct blob_meta *meta
     b->ns = copy_str(&cur, ns, ns_len);
     b->name = copy_str(&cur, meta->name, name_len);
     b->rv_str = copy_str(&cur, rv_str, rv_str_len);
+    /* Unparsable rvs order as 0; the string itself is still echoed verbatim. */
     if (rv_parse(rv_str, &rv) != 0) {
         rv = 0;
     }
@@ -170,6 +173,7 @@ void blob_unref(struct blob *b)
     }
 }
 
+/* Binary search over a key-sorted array (sorted once in blob_new). */
 static const char *kv_find(const struct blob_kv *kv, size_t n, const char *key)
 {
     size_t lo = 0;

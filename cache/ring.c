@@ -139,6 +139,8 @@ static void resize_if_full(struct ring *r, int64_t now_ms)
     }
 }
 
+/* Order matters: resize first (it may grow and avoid the eviction), then evict if still
+ * full, then write; the caller's references are untouched, the ring takes its own. */
 int ring_push(struct ring *r, enum watch_type type, struct blob *obj, struct blob *prev,
               uint64_t rv, int64_t now_ms)
 {
@@ -215,6 +217,8 @@ const struct ring_event *ring_at(const struct ring *r, uint64_t seq)
     return slot(r, seq);
 }
 
+/* oldest-1, per SEMANTICS 3.3: reset rv while nothing was dropped, else the first kept
+ * rv minus one, else (emptied by drops) the last dropped rv. */
 uint64_t ring_boundary(const struct ring *r)
 {
     if (!r->dropped) {

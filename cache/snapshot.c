@@ -62,6 +62,8 @@ void snapshot_unref(struct snapshot *s)
     free(s);
 }
 
+/* Upper bound by strcmp, the order the items were appended in (a continue token resumes
+ * after its key). */
 size_t snapshot_seek(const struct snapshot *s, const char *after)
 {
     size_t lo = 0;

@@ -34,6 +34,7 @@ struct store *store_new(void)
     return xcalloc(1, sizeof(struct store));
 }
 
+/* Post-order; the recursion depth is the tree height, a few dozen at most. */
 static void nodes_free(struct store_node *n)
 {
     if (n == NULL) {
@@ -108,6 +109,10 @@ static struct store_node *rotate_left(struct store_node *x)
     return y;
 }
 
+/*
+ * Restores the AVL property at <n> after one of its subtrees changed height by one; a
+ * double rotation handles the zig-zag case. Returns the subtree's new root.
+ */
 static struct store_node *rebalance(struct store_node *n)
 {
     int bal;
@@ -133,6 +138,7 @@ static struct store_node *rebalance(struct store_node *n)
 
 /* ---- insert / delete --------------------------------------------------------------------- */
 
+/* Recursive insert; each level re-links the child's parent pointer on the way back up. */
 static struct store_node *node_insert(struct store *st, struct store_node *n, struct blob *b,
                                       struct blob **old)
 {
@@ -195,6 +201,7 @@ static struct store_node *node_delete_min(struct store_node *n, struct blob **b)
     return rebalance(n);
 }
 
+/* Recursive delete; hands the removed blob's reference to *<out> (NULL when absent). */
 static struct store_node *node_delete(struct store_node *n, const char *key, struct blob **out)
 {
     int c;
@@ -307,6 +314,7 @@ struct blob *store_seek(const struct store *st, const char *after, struct store_
     return best != NULL ? best->b : NULL;
 }
 
+/* In-order successor: leftmost of the right subtree, or the first ancestor we are left of. */
 struct blob *store_next(struct store_iter *it)
 {
     struct store_node *n = it->node;

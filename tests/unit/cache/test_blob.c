@@ -27,8 +27,8 @@ Test(blob, copies_data_and_derives_key)
     char name[] = "p1";
     char rv[] = "42";
     const char *rvpos = strstr(obj, "42");
-    struct blob_meta m = {.ns = ns, .name = name, .rv_str = rv,
-                          .rv_off = (size_t)(rvpos - obj), .rv_len = 2};
+    struct blob_meta m = {
+        .ns = ns, .name = name, .rv_str = rv, .rv_off = (size_t)(rvpos - obj), .rv_len = 2};
     struct blob *b;
 
     memcpy(data, obj, sizeof(obj));
@@ -75,8 +75,8 @@ Test(blob, invalid_meta_returns_null)
     cr_expect_null(blob_new("{}", 2, &(struct blob_meta){.name = NULL}));
     cr_expect_null(blob_new("{}", 2, &(struct blob_meta){.name = ""}));
     cr_expect_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .rv_off = 1, .rv_len = 2}));
-    cr_expect_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = nokey,
-                                                          .n_labels = 1}));
+    cr_expect_null(
+        blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = nokey, .n_labels = 1}));
     cr_expect_null(blob_new(NULL, 2, &(struct blob_meta){.name = "a"}));
 }
 
@@ -92,10 +92,10 @@ Test(blob, unparsable_rv_is_zero_but_kept_verbatim)
 Test(blob, labels_and_fields_sorted_and_found)
 {
     struct blob_kv labels[] = {{"zeta", "1"}, {"app", "web"}, {"mid", NULL}, {"b", "2"}};
-    struct blob_kv fields[] = {{"spec.nodeName", "n1"}, {"metadata.name", "p"},
-                               {"status.phase", "Running"}};
-    struct blob_meta m = {.name = "p", .labels = labels, .n_labels = 4, .fields = fields,
-                          .n_fields = 3};
+    struct blob_kv fields[] = {
+        {"spec.nodeName", "n1"}, {"metadata.name", "p"}, {"status.phase", "Running"}};
+    struct blob_meta m = {
+        .name = "p", .labels = labels, .n_labels = 4, .fields = fields, .n_fields = 3};
     struct blob *b = blob_new("{}", 2, &m);
 
     cr_assert_eq(b->n_labels, 4);
@@ -137,9 +137,10 @@ Test(blob, no_labels_lookup_is_null)
 Test(blob, footprint_covers_everything)
 {
     struct blob_kv labels[] = {{"k", "v"}};
-    struct blob *b = blob_new(obj, sizeof(obj) - 1,
-                              &(struct blob_meta){.ns = "ns1", .name = "p1", .rv_str = "42",
-                                                  .labels = labels, .n_labels = 1});
+    struct blob *b =
+        blob_new(obj, sizeof(obj) - 1,
+                 &(struct blob_meta){
+                     .ns = "ns1", .name = "p1", .rv_str = "42", .labels = labels, .n_labels = 1});
     size_t min = sizeof(struct blob) + b->len + 1 + strlen("ns1/p1") + 1 + 4 + 3 + 3 + 4 +
                  sizeof(struct blob_kv);
 

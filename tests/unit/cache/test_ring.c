@@ -232,8 +232,7 @@ Test(ring, seek_past_last_returns_head)
 
 Test(ring, doubles_while_events_are_fresh)
 {
-    struct ring *r =
-        ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 32, .fresh_ms = 1000});
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 32, .fresh_ms = 1000});
     int64_t t = 0;
 
     cr_assert_eq(ring_cap(r), 4);
@@ -261,8 +260,7 @@ Test(ring, doubles_while_events_are_fresh)
 
 Test(ring, does_not_grow_when_oldest_is_stale)
 {
-    struct ring *r =
-        ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 32, .fresh_ms = 1000});
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 32, .fresh_ms = 1000});
 
     push_n(r, 1, 1, 3, 0);
     push_n(r, 4, 1, 1, 1500); /* newest quarter (1 event) is fresh */
@@ -276,8 +274,7 @@ Test(ring, does_not_grow_when_oldest_is_stale)
 
 Test(ring, halves_when_events_are_old)
 {
-    struct ring *r =
-        ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 64, .fresh_ms = 1000});
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 64, .fresh_ms = 1000});
 
     push_n(r, 1, 1, 16, 0); /* grows 4 -> 8 -> 16, all at t=0 */
     cr_assert_eq(ring_cap(r), 16);

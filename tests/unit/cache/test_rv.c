@@ -43,9 +43,8 @@ Test(rv, empty_string_is_zero)
 
 Test(rv, rejects_anything_but_digits)
 {
-    static const char *bad[] = {"-1",   "+1",  " 1", "1 ",  "0x10", "1_000", "abc",
-                                "1.5",  "1e3", "١",  "\t1", "12a",  "a12",   "0b1",
-                                "1,000", "\n"};
+    static const char *bad[] = {"-1",  "+1", " 1",  "1 ",  "0x10", "1_000", "abc",   "1.5",
+                                "1e3", "١",  "\t1", "12a", "a12",  "0b1",   "1,000", "\n"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uint64_t v = 7;
@@ -94,12 +93,14 @@ Test(rv, error_quotes_like_go_quote)
         {"1\n2\t3\r", "\"1\\n2\\t3\\r\""},
         {"\x01\x7f", "\"\\x01\\x7f\""},
         {"\a\b\f\v", "\"\\a\\b\\f\\v\""},
-        {"caf\xc3\xa9", "\"caf\xc3\xa9\""},   /* printable UTF-8 stays as is */
-        {"\xff" "1", "\"\\xff1\""},            /* invalid UTF-8 byte */
-        {"\xc2\xa0", "\"\\u00a0\""},           /* NBSP is not IsPrint */
-        {"\xe2\x80\x8b", "\"\\u200b\""},       /* zero-width space */
+        {"caf\xc3\xa9", "\"caf\xc3\xa9\""}, /* printable UTF-8 stays as is */
+        {"\xff"
+         "1",
+         "\"\\xff1\""},                          /* invalid UTF-8 byte */
+        {"\xc2\xa0", "\"\\u00a0\""},             /* NBSP is not IsPrint */
+        {"\xe2\x80\x8b", "\"\\u200b\""},         /* zero-width space */
         {"\xf3\xa0\x80\x81", "\"\\U000e0001\""}, /* tag character */
-        {"\xc0\x80", "\"\\xc0\\x80\""},        /* overlong NUL */
+        {"\xc0\x80", "\"\\xc0\\x80\""},          /* overlong NUL */
     };
     char buf[256];
     char want[256];
