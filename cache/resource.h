@@ -40,8 +40,9 @@ enum watcher_kind { WATCHER_STREAM = 0, WATCHER_RVWAIT };
  * A downstream watch (or a request waiting for the RV to reach some value), embedded by the
  * caller in its per-request state. Set the public fields before attaching; the private ones
  * belong to the resource and are read/written only under its lock.
- * Contract: once attached, resource_watch_detach() MUST be called exactly once before the
- * memory is freed, on every path (the HTTP completion callback), even if never woken.
+ * Contract: zero the struct, then set the public fields. Once attached,
+ * resource_watch_detach() MUST be called before the memory is freed, on every path (the
+ * HTTP completion callback), even if never woken; detaching twice is harmless.
  */
 struct watcher {
     /* public: set before attach, read-only afterwards */
@@ -53,6 +54,7 @@ struct watcher {
     uint64_t cursor;  /* next ring seq to deliver */
     uint64_t epoch;   /* resource epoch at attach; a relist bumps it and ends the watch */
     uint64_t wait_rv; /* RVWAIT: wake when rv >= wait_rv */
+    uint64_t from_rv; /* STREAM: events with rv <= from_rv are skipped (watch from a future rv) */
     int64_t due_ms;   /* wake when now >= due_ms (bookmark, deadline); 0 = never */
     bool attached;
     bool suspended; /* the reader is (about to be) suspended; cleared by whoever wakes it */
@@ -120,7 +122,7 @@ void resource_set_unready(struct resource *res, int64_t now_ms);
  * ended. */
 void resource_compact(struct resource *res, uint64_t rv);
 
-/* Ends every watcher (shutdown) and wakes them. */
+/* Ends every watcher (shutdown) and wakes them; later attaches are refused (see below). */
 void resource_close_all(struct resource *res);
 
 /* ---- readers ------------------------------------------------------------------------- */
@@ -156,7 +158,8 @@ int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, u
 /*
  * Attaches a STREAM watcher that replays every event with rv > <from_rv>, then follows live.
  * Returns 0, -ESTALE when from_rv is older than the history (then <boundary> gets oldest-1
- * for the 410 message and nothing is attached), or -EAGAIN when not ready.
+ * for the 410 message and nothing is attached), or -EAGAIN when not ready or after
+ * resource_close_all (shutting down).
  */
 int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
                         uint64_t *boundary);
@@ -165,7 +168,7 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
  * Attaches a STREAM watcher at the current head (only events appended after this call) and,
  * when <initial> is not NULL, returns in the same critical section a reference to the
  * snapshot of the current state (for synthetic ADDED events) and its rv through <rv>.
- * Returns 0 or -EAGAIN when not ready.
+ * Returns 0 or -EAGAIN when not ready or after resource_close_all.
  */
 int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot **initial,
                        uint64_t *rv);
@@ -174,6 +177,8 @@ int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot 
  * Attaches an RVWAIT watcher: if rv >= <rv> already returns 0 and attaches nothing;
  * otherwise attaches it with w->suspended set and returns -EAGAIN: the caller must suspend
  * and will be woken when rv >= <rv> or at <due_ms> (through resource_tick), then detach.
+ * After resource_close_all nothing would wake it, so it returns 0 without attaching: the
+ * caller re-reads the rv.
  */
 int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64_t due_ms);
 

@@ -1,0 +1,845 @@
+/*
+ * resource.c - store + ring + watchers + rv of one resource behind one mutex (see
+ * resource.h).
+ *
+ * Lock model: <mu> guards every field below it in struct resource and every private field
+ * of an attached watcher. Critical sections only move references, cursors and flags; the
+ * one O(n) section is building a snapshot, as the design allows.
+ * Wake protocol: a writer collects, under <mu>, the watchers it must wake whose <suspended>
+ * flag is set, clearing that flag (whoever clears it owns the wake-up); after unlocking it
+ * calls their wake functions. A suspended watcher cannot be freed before its wake call, and
+ * the (fn, ctx) pairs are copied under the lock, so no watcher memory is read unlocked.
+ * Invariant: a suspended STREAM watcher has consumed everything (cursor == head) when it
+ * suspended, and every push after that either wakes it or, when its namespace scope does not
+ * match, moves its cursor past the event; so idle scoped watchers never become laggards.
+ */
+#include "cache/resource.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/blob.h"
+#include "cache/bug.h"
+#include "cache/ring.h"
+#include "cache/snapshot.h"
+#include "cache/store.h"
+
+struct resource {
+    char *name; /* immutable */
+    void *user; /* owner's pointer; set once at startup */
+    pthread_mutex_t mu;
+    pthread_cond_t fresh; /* broadcast whenever rv moves; CLOCK_MONOTONIC */
+    /* ---- everything below is guarded by mu ---- */
+    struct store *store;
+    struct ring *ring;
+    struct snapshot *snap;   /* current state, built lazily; NULL after a change */
+    struct watcher *streams; /* attached STREAM watchers */
+    struct watcher *waiters; /* attached RVWAIT watchers */
+    uint64_t rv;             /* current rv (events, progress, relists) */
+    uint64_t epoch;          /* bumped by every relist; ends older STREAM watchers */
+    bool ready;              /* a relist completed and upstream has not broken since */
+    bool closing;            /* resource_close_all ran: no new watchers */
+    int64_t since_ms;        /* when <ready> last changed */
+    uint64_t n_events;
+    uint64_t n_relists;
+    uint64_t n_streams;
+    uint64_t n_laggards;
+};
+
+/* ---- wake-up collection ------------------------------------------------------------------ */
+
+#define WAKESET_LOCAL 16
+
+struct wake_item {
+    watchers_wake_fn *fn;
+    void *ctx;
+};
+
+/* A growable list of wake-ups gathered under the lock and run after it. */
+struct wakeset {
+    struct wake_item *v;
+    size_t len;
+    size_t cap;
+    struct wake_item local[WAKESET_LOCAL];
+};
+
+static void wakeset_init(struct wakeset *ws)
+{
+    ws->v = ws->local;
+    ws->len = 0;
+    ws->cap = WAKESET_LOCAL;
+}
+
+/* Under the lock: takes ownership of <w>'s wake-up by clearing its suspended flag. */
+static void wakeset_add(struct wakeset *ws, struct watcher *w)
+{
+    w->suspended = false;
+    if (ws->len == ws->cap) {
+        struct wake_item *v = xmalloc(ws->cap * 2 * sizeof(*v));
+
+        memcpy(v, ws->v, ws->len * sizeof(*v));
+        if (ws->v != ws->local) {
+            free(ws->v);
+        }
+        ws->v = v;
+        ws->cap *= 2;
+    }
+    ws->v[ws->len].fn = w->wake;
+    ws->v[ws->len].ctx = w->wake_ctx;
+    ws->len++;
+}
+
+/* After unlocking: calls every collected wake function; returns how many. */
+static size_t wakeset_run(struct wakeset *ws)
+{
+    size_t n = ws->len;
+
+    for (size_t i = 0; i < n; i++) {
+        if (ws->v[i].fn != NULL) {
+            ws->v[i].fn(ws->v[i].ctx);
+        }
+    }
+    if (ws->v != ws->local) {
+        free(ws->v);
+    }
+    wakeset_init(ws);
+    return n;
+}
+
+/* ---- small helpers (all under mu) --------------------------------------------------------- */
+
+static void lock(struct resource *res)
+{
+    int rc = pthread_mutex_lock(&res->mu);
+
+    BUG_ON(rc != 0);
+}
+
+static void unlock(struct resource *res)
+{
+    int rc = pthread_mutex_unlock(&res->mu);
+
+    BUG_ON(rc != 0);
+}
+
+static void list_add(struct watcher **head, struct watcher *w)
+{
+    w->prev = NULL;
+    w->next = *head;
+    if (*head != NULL) {
+        (*head)->prev = w;
+    }
+    *head = w;
+}
+
+static void list_del(struct watcher **head, struct watcher *w)
+{
+    if (w->prev != NULL) {
+        w->prev->next = w->next;
+    } else {
+        *head = w->next;
+    }
+    if (w->next != NULL) {
+        w->next->prev = w->prev;
+    }
+    w->prev = NULL;
+    w->next = NULL;
+}
+
+/*
+ * Ends a STREAM watcher whose cursor fell below the tail; counted once, because <closed>
+ * short-circuits every later check. The writer never waits for it (DESIGN "Laggards").
+ */
+static bool check_laggard(struct resource *res, struct watcher *w)
+{
+    if (!w->closed && w->cursor < ring_tail(res->ring)) {
+        w->closed = true;
+        res->n_laggards++;
+    }
+    return w->closed;
+}
+
+/* Wakes the suspended STREAM watchers that have just been ended (laggards, closed). */
+static void wake_ended(struct resource *res, struct wakeset *ws)
+{
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        if (check_laggard(res, w) && w->suspended) {
+            wakeset_add(ws, w);
+        }
+    }
+}
+
+/* Wakes the RVWAIT watchers the current rv satisfies. */
+static void wake_waiters(struct resource *res, struct wakeset *ws)
+{
+    for (struct watcher *w = res->waiters; w != NULL; w = w->next) {
+        if (w->suspended && res->rv >= w->wait_rv) {
+            wakeset_add(ws, w);
+        }
+    }
+}
+
+static void drop_snapshot(struct resource *res)
+{
+    snapshot_unref(res->snap);
+    res->snap = NULL;
+}
+
+/*
+ * The cached snapshot of the current state, built on first use after a change. Many LISTs
+ * and initial-event watches at the same rv then share one O(n) build. Progress does not
+ * invalidate it: the state is unchanged, only the rv moved.
+ */
+static struct snapshot *current_snapshot(struct resource *res)
+{
+    struct store_iter it;
+
+    if (res->snap == NULL) {
+        res->snap = snapshot_new(store_len(res->store), res->rv);
+        for (struct blob *b = store_seek(res->store, NULL, &it); b != NULL; b = store_next(&it)) {
+            snapshot_append(res->snap, b);
+        }
+    }
+    return res->snap;
+}
+
+/* Initialises every private field: callers only set the public ones. */
+static void attach(struct resource *res, struct watcher *w, enum watcher_kind kind)
+{
+    BUG_ON(w->attached);
+    w->kind = kind;
+    w->cursor = 0;
+    w->epoch = res->epoch;
+    w->wait_rv = 0;
+    w->from_rv = 0;
+    w->due_ms = 0;
+    w->attached = true;
+    w->suspended = false;
+    w->closed = false;
+    if (kind == WATCHER_STREAM) {
+        list_add(&res->streams, w);
+        res->n_streams++;
+    } else {
+        list_add(&res->waiters, w);
+    }
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+struct resource *resource_new(const char *name, const struct ring_opts *ring_opts)
+{
+    struct resource *res = xcalloc(1, sizeof(*res));
+    pthread_condattr_t attr;
+
+    res->name = xstrdup(name != NULL ? name : "");
+    BUG_ON(pthread_mutex_init(&res->mu, NULL) != 0);
+    BUG_ON(pthread_condattr_init(&attr) != 0);
+    /* Freshness deadlines must not jump with the wall clock. */
+    BUG_ON(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0);
+    BUG_ON(pthread_cond_init(&res->fresh, &attr) != 0);
+    pthread_condattr_destroy(&attr);
+    res->store = store_new();
+    res->ring = ring_new(ring_opts);
+    return res;
+}
+
+void resource_free(struct resource *res)
+{
+    if (res == NULL) {
+        return;
+    }
+    /* A watcher still attached would point into freed memory. */
+    BUG_ON(res->streams != NULL || res->waiters != NULL);
+    snapshot_unref(res->snap);
+    ring_free(res->ring);
+    store_free(res->store);
+    pthread_cond_destroy(&res->fresh);
+    pthread_mutex_destroy(&res->mu);
+    free(res->name);
+    free(res);
+}
+
+const char *resource_name(const struct resource *res)
+{
+    return res->name;
+}
+
+void resource_set_user(struct resource *res, void *user)
+{
+    res->user = user;
+}
+
+void *resource_user(const struct resource *res)
+{
+    return res->user;
+}
+
+/* ---- writers ------------------------------------------------------------------------------ */
+
+int resource_replace(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
+                     int64_t now_ms)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    store_clear(res->store);
+    for (size_t i = 0; i < n; i++) {
+        store_put(res->store, items[i], NULL);
+    }
+    /* The history restarts at list_rv: watches from below it now get 410 (SEMANTICS 2.12). */
+    ring_reset(res->ring, list_rv);
+    res->rv = list_rv;
+    if (!res->ready) {
+        res->since_ms = now_ms;
+    }
+    res->ready = true;
+    res->epoch++;
+    res->n_relists++;
+    drop_snapshot(res);
+    pthread_cond_broadcast(&res->fresh);
+    /* Every stream predates the new epoch: end them all, cleanly (not laggards). */
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        w->closed = true;
+        if (w->suspended) {
+            wakeset_add(&ws, w);
+        }
+    }
+    wake_waiters(res, &ws);
+    unlock(res);
+    wakeset_run(&ws);
+    return 0;
+}
+
+int resource_apply(struct resource *res, enum watch_type type, struct blob *obj, uint64_t rv,
+                   int64_t now_ms)
+{
+    struct wakeset ws;
+    struct blob *prev = NULL;
+    uint64_t seq;
+    int rc;
+
+    if (obj == NULL || (type != WATCH_ADDED && type != WATCH_MODIFIED && type != WATCH_DELETED)) {
+        return -EINVAL;
+    }
+    wakeset_init(&ws);
+    lock(res);
+    /* Validate before touching the store: past this point nothing may fail half-way. */
+    if (rv <= res->rv) {
+        unlock(res);
+        return -EINVAL;
+    }
+    if (type == WATCH_DELETED) {
+        store_del(res->store, obj->key, &prev);
+    } else {
+        store_put(res->store, obj, &prev);
+        if (type == WATCH_MODIFIED && prev == NULL) {
+            type = WATCH_ADDED;
+        }
+    }
+    seq = ring_head(res->ring);
+    /* The ring's last rv never exceeds res->rv, so this push cannot be refused. */
+    rc = ring_push(res->ring, type, obj, prev, rv, now_ms);
+    BUG_ON(rc != 0);
+    blob_unref(prev);
+    res->rv = rv;
+    res->n_events++;
+    drop_snapshot(res);
+    pthread_cond_broadcast(&res->fresh);
+
+    /*
+     * One pass over the streams. Running readers need nothing: they will call
+     * resource_watch_next again. A suspended one is woken when the event is in its scope,
+     * when it was just ended, or when it is somehow behind; otherwise its cursor skips the
+     * event so it stays level with head.
+     */
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        bool ended = check_laggard(res, w);
+
+        if (!w->suspended) {
+            continue; /* its reader is running and will call resource_watch_next */
+        }
+        if (ended || w->ns == NULL || strcmp(w->ns, obj->ns) == 0 || w->cursor != seq) {
+            wakeset_add(&ws, w);
+        } else {
+            /* Out of scope: the reader would drop it anyway; keep the idle cursor current. */
+            w->cursor = seq + 1;
+        }
+    }
+    wake_waiters(res, &ws);
+    unlock(res);
+    wakeset_run(&ws);
+    return 0;
+}
+
+void resource_progress(struct resource *res, uint64_t rv)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    if (rv > res->rv) {
+        res->rv = rv;
+        pthread_cond_broadcast(&res->fresh);
+        wake_waiters(res, &ws);
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
+/* Watchers keep streaming what they have: the next resource_replace ends them. */
+void resource_set_unready(struct resource *res, int64_t now_ms)
+{
+    lock(res);
+    /* Keep the start of the outage if it was already unready. */
+    if (res->ready) {
+        res->ready = false;
+        res->since_ms = now_ms;
+    }
+    unlock(res);
+}
+
+/* Only watchers that had undelivered events below the new tail are ended; a caught-up
+ * watcher lost nothing and keeps going. */
+void resource_compact(struct resource *res, uint64_t rv)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    if (ring_compact(res->ring, rv) > 0) {
+        wake_ended(res, &ws);
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
+void resource_close_all(struct resource *res)
+{
+    struct wakeset ws;
+    struct watcher *lists[2];
+
+    wakeset_init(&ws);
+    lock(res);
+    res->closing = true;
+    lists[0] = res->streams;
+    lists[1] = res->waiters;
+    for (size_t i = 0; i < 2; i++) {
+        for (struct watcher *w = lists[i]; w != NULL; w = w->next) {
+            w->closed = true;
+            if (w->suspended) {
+                wakeset_add(&ws, w);
+            }
+        }
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
+/* ---- readers ------------------------------------------------------------------------------ */
+
+uint64_t resource_rv(struct resource *res)
+{
+    uint64_t rv;
+
+    lock(res);
+    rv = res->rv;
+    unlock(res);
+    return rv;
+}
+
+bool resource_is_ready(struct resource *res, int64_t *since_ms)
+{
+    bool ready;
+
+    lock(res);
+    ready = res->ready;
+    if (since_ms != NULL) {
+        *since_ms = res->since_ms;
+    }
+    unlock(res);
+    return ready;
+}
+
+void resource_stats(struct resource *res, struct resource_stats *out)
+{
+    lock(res);
+    out->rv = res->rv;
+    out->events = res->n_events;
+    out->relists = res->n_relists;
+    out->watchers = res->n_streams;
+    out->laggards = res->n_laggards;
+    out->objects = store_len(res->store);
+    out->object_bytes = store_bytes(res->store);
+    out->history_len = ring_len(res->ring);
+    out->history_cap = ring_cap(res->ring);
+    out->history_boundary = ring_boundary(res->ring);
+    out->ready = res->ready;
+    unlock(res);
+}
+
+struct blob *resource_get(struct resource *res, const char *key)
+{
+    struct blob *b;
+
+    lock(res);
+    b = blob_ref(store_get(res->store, key));
+    unlock(res);
+    return b;
+}
+
+struct snapshot *resource_snapshot(struct resource *res, uint64_t *rv)
+{
+    struct snapshot *s;
+
+    lock(res);
+    s = snapshot_ref(current_snapshot(res));
+    if (rv != NULL) {
+        *rv = res->rv;
+    }
+    unlock(res);
+    return s;
+}
+
+/* One key touched by the events newer than the requested rv. */
+struct change {
+    const char *key;
+    struct blob *prev; /* state at the requested rv; NULL = absent */
+    uint64_t seq;
+};
+
+static int change_cmp(const void *a, const void *b)
+{
+    const struct change *x = a;
+    const struct change *y = b;
+    int c = strcmp(x->key, y->key);
+
+    if (c != 0) {
+        return c;
+    }
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Under mu: the state at <rv> given that events [<seq>, head) are newer. For each key they
+ * touch, the oldest such event's prev is its state at rv; every other key is as stored now.
+ */
+static struct snapshot *rebuild_at(struct resource *res, uint64_t rv, uint64_t seq)
+{
+    uint64_t head = ring_head(res->ring);
+    size_t m = (size_t)(head - seq);
+    struct change *ch = xmalloc(m * sizeof(*ch));
+    struct snapshot *s;
+    struct store_iter it;
+    struct blob *b;
+    size_t u = 0;
+    size_t c = 0;
+
+    for (size_t i = 0; i < m; i++) {
+        const struct ring_event *e = ring_at(res->ring, seq + i);
+        const struct blob *k = e->obj != NULL ? e->obj : e->prev;
+
+        BUG_ON(k == NULL);
+        ch[i].key = k->key;
+        ch[i].prev = e->prev;
+        ch[i].seq = e->seq;
+    }
+    /* Sort by (key, seq) and keep each key's oldest change. */
+    qsort(ch, m, sizeof(*ch), change_cmp);
+    for (size_t i = 0; i < m; i++) {
+        if (u == 0 || strcmp(ch[u - 1].key, ch[i].key) != 0) {
+            ch[u++] = ch[i];
+        }
+    }
+
+    /* Merge two key-ordered sequences: the store now, and the undone keys. */
+    s = snapshot_new(store_len(res->store) + u, rv);
+    b = store_seek(res->store, NULL, &it);
+    while (b != NULL || c < u) {
+        int cmp = b == NULL ? 1 : c == u ? -1 : strcmp(b->key, ch[c].key);
+
+        if (cmp < 0) {
+            snapshot_append(s, b);
+            b = store_next(&it);
+            continue;
+        }
+        if (ch[c].prev != NULL) {
+            snapshot_append(s, ch[c].prev);
+        }
+        if (cmp == 0) {
+            b = store_next(&it);
+        }
+        c++;
+    }
+    free(ch);
+    return s;
+}
+
+/* Cost under the lock: O(n + m log m) for n objects and m events newer than <rv>. */
+int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out)
+{
+    struct snapshot *cur;
+    uint64_t seq;
+    int rc;
+
+    lock(res);
+    if (rv > res->rv) {
+        rc = -EAGAIN;
+        goto out;
+    }
+    rc = ring_seek(res->ring, rv, &seq, NULL);
+    if (rc != 0) {
+        goto out;
+    }
+    if (seq < ring_head(res->ring)) {
+        *out = rebuild_at(res, rv, seq);
+        goto out;
+    }
+    /* Nothing changed after rv: the current state, relabelled if progress moved the rv. */
+    cur = current_snapshot(res);
+    if (cur->rv == rv) {
+        *out = snapshot_ref(cur);
+    } else {
+        *out = snapshot_new(cur->len, rv);
+        for (size_t i = 0; i < cur->len; i++) {
+            snapshot_append(*out, cur->items[i]);
+        }
+    }
+out:
+    unlock(res);
+    return rc;
+}
+
+int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, uint64_t *cur)
+{
+    struct timespec deadline;
+    bool ok;
+
+    /* Absolute deadline on the condvar's clock (CLOCK_MONOTONIC, set in resource_new), so
+     * spurious wake-ups and partial progress do not extend the total wait. */
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    if (timeout_ms > 0) {
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    lock(res);
+    /* Loop: wake-ups may be spurious or for an rv still below the target. */
+    while (res->rv < rv && timeout_ms > 0) {
+        int rc = pthread_cond_timedwait(&res->fresh, &res->mu, &deadline);
+
+        if (rc == ETIMEDOUT) {
+            break;
+        }
+        BUG_ON(rc != 0);
+    }
+    ok = res->rv >= rv;
+    if (cur != NULL) {
+        *cur = res->rv;
+    }
+    unlock(res);
+    return ok ? 0 : -ETIMEDOUT;
+}
+
+/* ---- watchers ----------------------------------------------------------------------------- */
+
+int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
+                        uint64_t *boundary)
+{
+    uint64_t seq;
+    int rc = -EAGAIN;
+
+    lock(res);
+    if (!res->ready || res->closing) {
+        goto out;
+    }
+    rc = ring_seek(res->ring, from_rv, &seq, boundary);
+    if (rc != 0) {
+        goto out;
+    }
+    /* from_rv may be ahead of the cache (silent until newer events, SEMANTICS 3.3): the
+     * cursor starts at head and watch_next skips events that are not newer than from_rv. */
+    attach(res, w, WATCHER_STREAM);
+    w->cursor = seq;
+    w->from_rv = from_rv;
+out:
+    unlock(res);
+    return rc;
+}
+
+int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot **initial,
+                       uint64_t *rv)
+{
+    int rc = -EAGAIN;
+
+    lock(res);
+    if (!res->ready || res->closing) {
+        goto out;
+    }
+    /* Cursor and snapshot taken in one critical section: no event falls between them. */
+    attach(res, w, WATCHER_STREAM);
+    w->cursor = ring_head(res->ring);
+    w->from_rv = res->rv;
+    if (initial != NULL) {
+        *initial = snapshot_ref(current_snapshot(res));
+    }
+    if (rv != NULL) {
+        *rv = res->rv;
+    }
+    rc = 0;
+out:
+    unlock(res);
+    return rc;
+}
+
+int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64_t due_ms)
+{
+    int rc = 0;
+
+    lock(res);
+    /* After close_all nobody would wake it: report "go on" and let the caller re-read rv. */
+    if (res->rv < rv && !res->closing) {
+        attach(res, w, WATCHER_RVWAIT);
+        w->wait_rv = rv;
+        w->due_ms = due_ms;
+        w->suspended = true;
+        rc = -EAGAIN;
+    }
+    unlock(res);
+    return rc;
+}
+
+ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
+                            size_t max)
+{
+    ssize_t n = 0;
+    uint64_t head;
+
+    lock(res);
+    if (!w->attached || w->kind != WATCHER_STREAM || w->closed) {
+        n = -EPIPE;
+        goto out;
+    }
+    /* Epoch first: after a relist every old cursor is below the tail, but those watchers
+     * were ended cleanly and must not count as laggards. */
+    if (w->epoch != res->epoch) {
+        w->closed = true;
+        n = -EPIPE;
+        goto out;
+    }
+    if (check_laggard(res, w)) {
+        n = -EPIPE;
+        goto out;
+    }
+    head = ring_head(res->ring);
+    BUG_ON(w->cursor > head);
+    while (w->cursor < head && (size_t)n < max) {
+        const struct ring_event *e = ring_at(res->ring, w->cursor);
+
+        w->cursor++;
+        if (e->rv <= w->from_rv) {
+            continue;
+        }
+        out[n] = *e;
+        blob_ref(e->obj);
+        blob_ref(e->prev);
+        n++;
+    }
+    /* Set under the same lock the writers test it under, so an event appended after this
+     * unlock always finds the flag set and wakes us: no lost wake-up. */
+    if (n == 0 && max > 0) {
+        w->suspended = true;
+    }
+out:
+    unlock(res);
+    return n;
+}
+
+void ring_event_release(struct ring_event *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        blob_unref(ev[i].obj);
+        blob_unref(ev[i].prev);
+        ev[i].obj = NULL;
+        ev[i].prev = NULL;
+    }
+}
+
+void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms)
+{
+    lock(res);
+    w->due_ms = due_ms;
+    unlock(res);
+}
+
+void resource_watch_detach(struct resource *res, struct watcher *w)
+{
+    lock(res);
+    if (w->attached) {
+        if (w->kind == WATCHER_STREAM) {
+            list_del(&res->streams, w);
+            res->n_streams--;
+        } else {
+            list_del(&res->waiters, w);
+        }
+        w->attached = false;
+        w->suspended = false;
+    }
+    unlock(res);
+}
+
+/* Kill, tick and close only flag and wake: the reader sees -EPIPE on its next call and its
+ * completion path detaches, so there is one teardown path (STYLE, Ownership 5). */
+
+void resource_watch_kill(struct resource *res, struct watcher *w)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    if (w->attached) {
+        w->closed = true;
+        if (w->suspended) {
+            wakeset_add(&ws, w);
+        }
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
+size_t resource_tick(struct resource *res, int64_t now_ms,
+                     bool (*dead)(struct watcher *w, void *ctx), void *ctx)
+{
+    struct wakeset ws;
+    struct watcher *lists[2];
+
+    wakeset_init(&ws);
+    lock(res);
+    lists[0] = res->streams;
+    lists[1] = res->waiters;
+    for (size_t i = 0; i < 2; i++) {
+        for (struct watcher *w = lists[i]; w != NULL; w = w->next) {
+            bool due;
+
+            if (!w->suspended) {
+                continue;
+            }
+            due = w->due_ms != 0 && w->due_ms <= now_ms;
+            /* A due watcher is woken anyway; its write attempt will find a dead peer. */
+            if (!due && dead != NULL && dead(w, ctx)) {
+                w->closed = true;
+                due = true;
+            }
+            if (due) {
+                wakeset_add(&ws, w);
+            }
+        }
+    }
+    unlock(res);
+    return wakeset_run(&ws);
+}

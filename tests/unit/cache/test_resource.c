@@ -1,0 +1,914 @@
+/*
+ * test_resource.c - one resource end to end, single reader: readiness, apply/replace,
+ * watch replay and the 410 boundary, the wake protocol (who is woken, once, never under the
+ * lock), scoped cursors, laggards, relists, RVWAIT, the tick, freshness timeouts, and
+ * snapshot_at checked against a brute-force replay of random operations. Tests with more
+ * than one thread live in test_resource_mt.c.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/blob.h"
+#include "cache/resource.h"
+#include "cache/snapshot.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static struct blob *mk(const char *ns, const char *name, uint64_t rv)
+{
+    char rvs[24];
+
+    snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
+    return blob_new(rvs, strlen(rvs), &(struct blob_meta){.ns = ns, .name = name, .rv_str = rvs});
+}
+
+/* Applies a fresh blob for ns/name at rv; the resource keeps its own references. */
+static void put(struct resource *res, enum watch_type t, const char *ns, const char *name,
+                uint64_t rv)
+{
+    struct blob *b = mk(ns, name, rv);
+
+    cr_assert_eq(resource_apply(res, t, b, rv, 0), 0, "apply rv %llu", (unsigned long long)rv);
+    blob_unref(b);
+}
+
+static struct resource *new_res(size_t cap)
+{
+    return resource_new("pods", &(struct ring_opts){.min_cap = cap, .max_cap = cap});
+}
+
+static struct resource *new_ready(size_t cap, uint64_t list_rv)
+{
+    struct resource *res = new_res(cap);
+
+    cr_assert_eq(resource_replace(res, NULL, 0, list_rv, 0), 0);
+    return res;
+}
+
+/* Counts wake calls. Taking the resource lock inside proves wake runs unlocked: a wake
+ * under the lock deadlocks here and the test times out. */
+struct waker {
+    atomic_int calls;
+    struct resource *res;
+};
+
+static void count_wake(void *ctx)
+{
+    struct waker *k = ctx;
+
+    if (k->res != NULL) {
+        (void)resource_rv(k->res);
+    }
+    atomic_fetch_add(&k->calls, 1);
+}
+
+static void winit(struct watcher *w, struct waker *k, struct resource *res, const char *ns)
+{
+    memset(w, 0, sizeof(*w));
+    atomic_init(&k->calls, 0);
+    k->res = res;
+    w->wake = count_wake;
+    w->wake_ctx = k;
+    w->kind = WATCHER_STREAM;
+    w->ns = ns;
+}
+
+/* Drains <w>: returns the number of events read and releases them. */
+static ssize_t drain(struct resource *res, struct watcher *w, uint64_t *rvs, size_t max)
+{
+    struct ring_event ev[16];
+    size_t total = 0;
+    ssize_t n;
+
+    for (;;) {
+        n = resource_watch_next(res, w, ev, 16);
+        if (n <= 0) {
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (rvs != NULL && total < max) {
+                rvs[total] = ev[i].rv;
+            }
+            total++;
+        }
+        ring_event_release(ev, (size_t)n);
+    }
+    return n < 0 ? n : (ssize_t)total;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- readiness and writes ----------------------------------------------------------------- */
+
+Test(resource, not_ready_until_first_replace)
+{
+    struct resource *res = new_res(8);
+    struct watcher w;
+    struct waker k;
+    int64_t since = -1;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_not(resource_is_ready(res, &since));
+    cr_assert_eq(resource_watch_from(res, &w, 0, NULL), -EAGAIN);
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), -EAGAIN);
+    cr_assert_not(w.attached);
+    cr_assert_eq(resource_replace(res, NULL, 0, 10, 500), 0);
+    cr_assert(resource_is_ready(res, &since));
+    cr_assert_eq(since, 500);
+    cr_assert_eq(resource_rv(res), 10);
+    resource_set_unready(res, 1000);
+    resource_set_unready(res, 2000); /* keeps the start of the outage */
+    cr_assert_not(resource_is_ready(res, &since));
+    cr_assert_eq(since, 1000);
+    cr_assert_eq(resource_replace(res, NULL, 0, 20, 3000), 0);
+    cr_assert(resource_is_ready(res, &since));
+    cr_assert_eq(since, 3000);
+    cr_assert_str_eq(resource_name(res), "pods");
+    resource_set_user(res, &k);
+    cr_assert_eq(resource_user(res), &k);
+    resource_free(res);
+    resource_free(NULL);
+}
+
+Test(resource, apply_updates_store_history_and_rv)
+{
+    struct resource *res = new_ready(16, 10);
+    struct resource_stats st;
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[8];
+    struct blob *a11 = mk("ns", "a", 11);
+    struct blob *got;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, a11, 11, 0), 0);
+    put(res, WATCH_MODIFIED, "ns", "a", 12);
+    put(res, WATCH_MODIFIED, "ns", "b", 13); /* absent: recorded as ADDED */
+    put(res, WATCH_DELETED, "ns", "a", 14);
+    put(res, WATCH_DELETED, "ns", "zz", 15); /* absent: still recorded, prev NULL */
+    cr_assert_eq(resource_rv(res), 15);
+    cr_assert_null(resource_get(res, "ns/a"));
+    got = resource_get(res, "ns/b");
+    cr_assert_not_null(got);
+    cr_assert_str_eq(got->rv_str, "13");
+    blob_unref(got);
+
+    cr_assert_eq(resource_watch_next(res, &w, ev, 8), 5);
+    cr_assert_eq(ev[0].type, WATCH_ADDED);
+    cr_assert_eq(ev[0].obj, a11);
+    cr_assert_null(ev[0].prev);
+    cr_assert_eq(ev[1].type, WATCH_MODIFIED);
+    cr_assert_eq(ev[1].prev, a11);
+    cr_assert_eq(ev[2].type, WATCH_ADDED);
+    cr_assert_null(ev[2].prev);
+    cr_assert_eq(ev[3].type, WATCH_DELETED);
+    cr_assert_eq(ev[3].prev, ev[1].obj); /* prev = the stored version, not the tombstone */
+    cr_assert_eq(ev[4].type, WATCH_DELETED);
+    cr_assert_null(ev[4].prev);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(ev[i].rv, (uint64_t)(11 + i));
+    }
+    ring_event_release(ev, 5);
+    cr_assert_null(ev[0].obj);
+
+    resource_stats(res, &st);
+    cr_assert_eq(st.rv, 15);
+    cr_assert_eq(st.events, 5);
+    cr_assert_eq(st.relists, 1);
+    cr_assert_eq(st.watchers, 1);
+    cr_assert_eq(st.objects, 1);
+    cr_assert_eq(st.object_bytes, 2);
+    cr_assert_eq(st.history_len, 5);
+    cr_assert_eq(st.history_cap, 16);
+    cr_assert_eq(st.history_boundary, 10);
+    cr_assert(st.ready);
+    resource_watch_detach(res, &w);
+    blob_unref(a11);
+    resource_free(res);
+}
+
+Test(resource, apply_rejects_bad_input)
+{
+    struct resource *res = new_ready(8, 10);
+    struct blob *b = mk("ns", "a", 5);
+
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 10, 0), -EINVAL); /* not > rv */
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 9, 0), -EINVAL);
+    cr_assert_eq(resource_apply(res, WATCH_BOOKMARK, b, 11, 0), -EINVAL);
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, NULL, 11, 0), -EINVAL);
+    cr_assert_eq(resource_rv(res), 10);
+    cr_assert_null(resource_get(res, "ns/a"));
+    cr_assert_eq(atomic_load(&b->ref), 1);
+    resource_progress(res, 20);
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 20, 0), -EINVAL);
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 21, 0), 0);
+    resource_progress(res, 5); /* ignored */
+    cr_assert_eq(resource_rv(res), 21);
+    blob_unref(b);
+    resource_free(res);
+}
+
+Test(resource, replace_takes_refs_and_replaces_state)
+{
+    struct resource *res = new_res(8);
+    struct blob *items[3] = {mk("b", "x", 1), mk("a", "y", 2), mk("a", "x", 3)};
+    struct snapshot *s;
+    uint64_t rv = 0;
+
+    put(res, WATCH_ADDED, "old", "gone", 1);
+    cr_assert_eq(resource_replace(res, items, 3, 50, 0), 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(atomic_load(&items[i]->ref), 2); /* ours + the store's */
+    }
+    s = resource_snapshot(res, &rv);
+    cr_assert_eq(rv, 50);
+    cr_assert_eq(s->len, 3);
+    cr_assert_str_eq(s->items[0]->key, "a/x");
+    cr_assert_str_eq(s->items[1]->key, "a/y");
+    cr_assert_str_eq(s->items[2]->key, "b/x");
+    cr_assert_null(resource_get(res, "old/gone"));
+    snapshot_unref(s);
+    resource_free(res);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(atomic_load(&items[i]->ref), 1);
+        blob_unref(items[i]);
+    }
+}
+
+/* ---- watches ------------------------------------------------------------------------------ */
+
+Test(resource, watch_from_replays_then_follows)
+{
+    struct resource *res = new_ready(16, 100);
+    struct watcher w;
+    struct waker k;
+    uint64_t rvs[16];
+
+    for (uint64_t rv = 101; rv <= 105; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 102, NULL), 0);
+    cr_assert_eq(drain(res, &w, rvs, 16), 3);
+    cr_assert_eq(rvs[0], 103);
+    cr_assert_eq(rvs[2], 105);
+    cr_assert(w.suspended);
+    put(res, WATCH_MODIFIED, "ns", "o", 106);
+    cr_assert_eq(drain(res, &w, rvs, 16), 1);
+    cr_assert_eq(rvs[0], 106);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, watch_from_too_old_is_estale_with_boundary)
+{
+    struct resource *res = new_ready(4, 100);
+    struct resource_stats st;
+    struct watcher w;
+    struct waker k;
+    uint64_t boundary = 0;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 99, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 100);
+    cr_assert_not(w.attached);
+    for (uint64_t rv = 110; rv <= 160; rv += 10) {
+        put(res, WATCH_ADDED, "ns", "o", rv); /* 110,120 evicted; kept 130..160 */
+    }
+    cr_assert_eq(resource_watch_from(res, &w, 128, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 129);
+    resource_stats(res, &st);
+    cr_assert_eq(st.watchers, 0);
+    cr_assert_eq(st.history_boundary, 129);
+    cr_assert_eq(resource_watch_from(res, &w, 129, &boundary), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 4);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, watch_from_future_rv_skips_older_events)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher w;
+    struct waker k;
+    uint64_t rvs[8];
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 15, NULL), 0);
+    put(res, WATCH_ADDED, "ns", "o", 12);
+    put(res, WATCH_MODIFIED, "ns", "o", 15);
+    put(res, WATCH_MODIFIED, "ns", "o", 16);
+    cr_assert_eq(drain(res, &w, rvs, 8), 1);
+    cr_assert_eq(rvs[0], 16);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, watch_now_gives_initial_state_and_only_new_events)
+{
+    struct resource *res = new_ready(16, 10);
+    struct snapshot *init = NULL;
+    struct watcher w;
+    struct waker k;
+    uint64_t rv = 0;
+    uint64_t rvs[8];
+
+    put(res, WATCH_ADDED, "ns", "b", 11);
+    put(res, WATCH_ADDED, "ns", "a", 12);
+    resource_progress(res, 14);
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &w, &init, &rv), 0);
+    cr_assert_eq(rv, 14);
+    cr_assert_eq(init->len, 2);
+    cr_assert_str_eq(init->items[0]->key, "ns/a");
+    cr_assert_eq(drain(res, &w, NULL, 0), 0);
+    put(res, WATCH_ADDED, "ns", "c", 15);
+    cr_assert_eq(drain(res, &w, rvs, 8), 1);
+    cr_assert_eq(rvs[0], 15);
+    cr_assert_eq(init->len, 2); /* the snapshot is immutable */
+    snapshot_unref(init);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+/* ---- the wake protocol -------------------------------------------------------------------- */
+
+Test(resource, wakes_only_suspended_watchers_once_and_unlocked, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher w;
+    struct waker k;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    put(res, WATCH_ADDED, "ns", "o", 11); /* reader running: no wake needed */
+    cr_assert_eq(atomic_load(&k.calls), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 1);
+    cr_assert(w.suspended);
+    put(res, WATCH_MODIFIED, "ns", "o", 12);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    cr_assert_not(w.suspended); /* the writer cleared it and owned the wake */
+    put(res, WATCH_MODIFIED, "ns", "o", 13);
+    cr_assert_eq(atomic_load(&k.calls), 1); /* still running: not woken again */
+    resource_progress(res, 20);             /* progress has no event: no stream wake */
+    cr_assert_eq(drain(res, &w, NULL, 0), 2);
+    resource_progress(res, 21);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_watch_detach(res, &w);
+    put(res, WATCH_MODIFIED, "ns", "o", 22); /* detached: never woken */
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_free(res);
+}
+
+Test(resource, many_suspended_watchers_all_woken, .timeout = 10)
+{
+    enum { N = 100 };
+    struct resource *res = new_ready(16, 10);
+    struct watcher *ws = calloc(N, sizeof(*ws));
+    struct waker *ks = calloc(N, sizeof(*ks));
+
+    for (int i = 0; i < N; i++) {
+        winit(&ws[i], &ks[i], res, NULL);
+        cr_assert_eq(resource_watch_now(res, &ws[i], NULL, NULL), 0);
+        cr_assert_eq(drain(res, &ws[i], NULL, 0), 0);
+    }
+    put(res, WATCH_ADDED, "ns", "o", 11);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(atomic_load(&ks[i].calls), 1, "watcher %d", i);
+        resource_watch_detach(res, &ws[i]);
+    }
+    free(ws);
+    free(ks);
+    resource_free(res);
+}
+
+Test(resource, scoped_watcher_not_woken_and_cursor_advanced)
+{
+    struct resource *res = new_ready(4, 10);
+    struct resource_stats st;
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[4];
+
+    winit(&w, &k, res, "a");
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 0);
+    /* Far more out-of-scope events than the ring holds. */
+    for (uint64_t rv = 11; rv <= 30; rv++) {
+        put(res, WATCH_ADDED, "b", "o", rv);
+    }
+    cr_assert_eq(atomic_load(&k.calls), 0);
+    cr_assert(w.suspended);
+    put(res, WATCH_ADDED, "a", "o", 31);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 4), 1);
+    cr_assert_eq(ev[0].rv, 31);
+    ring_event_release(ev, 1);
+    resource_stats(res, &st);
+    cr_assert_eq(st.laggards, 0);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, unscoped_and_cluster_scoped_events)
+{
+    struct resource *res = new_ready(8, 10);
+    struct watcher w;
+    struct waker k;
+
+    winit(&w, &k, res, "");
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 0);
+    put(res, WATCH_ADDED, NULL, "node1", 11); /* cluster-scoped object, ns "" */
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, laggard_gets_epipe_and_is_counted_once)
+{
+    struct resource *res = new_ready(4, 10);
+    struct resource_stats st;
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[2];
+
+    winit(&w, &k, res, NULL);
+    put(res, WATCH_ADDED, "ns", "o", 11);
+    put(res, WATCH_ADDED, "ns", "o", 12);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 1), 1); /* reads 11, then stalls */
+    ring_event_release(ev, 1);
+    for (uint64_t rv = 13; rv <= 20; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    cr_assert_eq(resource_watch_next(res, &w, ev, 2), -EPIPE);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 2), -EPIPE);
+    resource_stats(res, &st);
+    cr_assert_eq(st.laggards, 1);
+    cr_assert_eq(atomic_load(&k.calls), 0); /* it was running, nobody had to wake it */
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, compaction_ends_watchers_behind_the_tail)
+{
+    struct resource *res = new_ready(16, 10);
+    struct resource_stats st;
+    struct watcher behind, live;
+    struct waker kb, kl;
+
+    winit(&behind, &kb, res, NULL);
+    winit(&live, &kl, res, NULL);
+    for (uint64_t rv = 11; rv <= 15; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    cr_assert_eq(resource_watch_from(res, &behind, 10, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &live, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &live, NULL, 0), 0);
+    resource_compact(res, 12);
+    cr_assert_eq(drain(res, &behind, NULL, 0), -EPIPE);
+    cr_assert_eq(atomic_load(&kl.calls), 0);
+    resource_compact(res, 100); /* empties the ring; the caught-up watcher lost nothing */
+    put(res, WATCH_ADDED, "ns", "o", 101);
+    cr_assert_eq(drain(res, &live, NULL, 0), 1);
+    resource_stats(res, &st);
+    cr_assert_eq(st.laggards, 1);
+    cr_assert_eq(st.history_boundary, 100);
+    resource_watch_detach(res, &behind);
+    resource_watch_detach(res, &live);
+    resource_free(res);
+}
+
+Test(resource, relist_ends_stream_watchers, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct resource_stats st;
+    struct watcher idle, busy, again;
+    struct waker ki, kb, ka;
+    uint64_t boundary = 0;
+
+    winit(&idle, &ki, res, NULL);
+    winit(&busy, &kb, res, NULL);
+    winit(&again, &ka, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &idle, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &busy, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &idle, NULL, 0), 0);
+    put(res, WATCH_ADDED, "ns", "o", 11);
+    cr_assert_eq(atomic_load(&ki.calls), 1);
+    cr_assert_eq(drain(res, &idle, NULL, 0), 1); /* suspended again */
+    cr_assert_eq(resource_replace(res, NULL, 0, 50, 0), 0);
+    cr_assert_eq(atomic_load(&ki.calls), 2);
+    cr_assert_eq(atomic_load(&kb.calls), 0); /* running: finds out on its next call */
+    cr_assert_eq(drain(res, &idle, NULL, 0), -EPIPE);
+    cr_assert_eq(drain(res, &busy, NULL, 0), -EPIPE);
+    /* Re-watch: below the list rv is too old, at it is fine. */
+    cr_assert_eq(resource_watch_from(res, &again, 49, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 50);
+    cr_assert_eq(resource_watch_from(res, &again, 50, &boundary), 0);
+    put(res, WATCH_ADDED, "ns", "o", 51);
+    cr_assert_eq(drain(res, &again, NULL, 0), 1);
+    resource_stats(res, &st);
+    cr_assert_eq(st.relists, 2);
+    cr_assert_eq(st.laggards, 0);
+    resource_watch_detach(res, &idle);
+    resource_watch_detach(res, &busy);
+    resource_watch_detach(res, &again);
+    resource_free(res);
+}
+
+/* ---- RVWAIT, the tick, kill, close -------------------------------------------------------- */
+
+Test(resource, rvwait_woken_when_rv_reached, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher w;
+    struct waker k;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_wait_rv(res, &w, 10, 0), 0);
+    cr_assert_not(w.attached);
+    cr_assert_eq(resource_wait_rv(res, &w, 13, 0), -EAGAIN);
+    cr_assert(w.attached);
+    cr_assert(w.suspended);
+    put(res, WATCH_ADDED, "ns", "o", 12);
+    cr_assert_eq(atomic_load(&k.calls), 0);
+    put(res, WATCH_ADDED, "ns", "o", 13);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    put(res, WATCH_ADDED, "ns", "o", 14);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_watch_detach(res, &w);
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_wait_rv(res, &w, 30, 0), -EAGAIN);
+    resource_progress(res, 29);
+    cr_assert_eq(atomic_load(&k.calls), 0);
+    resource_progress(res, 30);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_watch_detach(res, &w);
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_wait_rv(res, &w, 100, 0), -EAGAIN);
+    cr_assert_eq(resource_replace(res, NULL, 0, 99, 0), 0);
+    cr_assert_eq(atomic_load(&k.calls), 0);
+    cr_assert_eq(resource_replace(res, NULL, 0, 100, 0), 0);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+static bool dead_if_ctx(struct watcher *w, void *ctx)
+{
+    return w == ctx;
+}
+
+Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher due, later, dead, running, never, waiter;
+    struct waker kd, kl, kx, kr, kn, kw;
+
+    winit(&due, &kd, res, NULL);
+    winit(&later, &kl, res, NULL);
+    winit(&dead, &kx, res, NULL);
+    winit(&running, &kr, res, NULL);
+    winit(&never, &kn, res, NULL);
+    winit(&waiter, &kw, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &due, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &later, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &dead, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &running, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &never, NULL, NULL), 0);
+    cr_assert_eq(resource_wait_rv(res, &waiter, 99, 1000), -EAGAIN);
+    drain(res, &due, NULL, 0);
+    drain(res, &later, NULL, 0);
+    drain(res, &dead, NULL, 0);
+    drain(res, &never, NULL, 0);
+    resource_watch_set_due(res, &due, 1000);
+    resource_watch_set_due(res, &later, 2000);
+    resource_watch_set_due(res, &running, 500);
+
+    cr_assert_eq(resource_tick(res, 999, NULL, NULL), 0);
+    cr_assert_eq(resource_tick(res, 1000, dead_if_ctx, &dead), 3); /* due, dead, waiter */
+    cr_assert_eq(atomic_load(&kd.calls), 1);
+    cr_assert_eq(atomic_load(&kx.calls), 1);
+    cr_assert_eq(atomic_load(&kw.calls), 1);
+    cr_assert_eq(atomic_load(&kl.calls), 0);
+    cr_assert_eq(atomic_load(&kr.calls), 0); /* due but running */
+    cr_assert_eq(atomic_load(&kn.calls), 0);
+    cr_assert_eq(drain(res, &dead, NULL, 0), -EPIPE);
+    cr_assert_eq(drain(res, &due, NULL, 0), 0); /* woken for a bookmark, still alive */
+    /* The next tick wakes it again while still due; "later" joins at 2000. */
+    cr_assert_eq(resource_tick(res, 2000, NULL, NULL), 2);
+    cr_assert_eq(atomic_load(&kl.calls), 1);
+    resource_watch_detach(res, &due);
+    resource_watch_detach(res, &later);
+    resource_watch_detach(res, &dead);
+    resource_watch_detach(res, &running);
+    resource_watch_detach(res, &never);
+    resource_watch_detach(res, &waiter);
+    resource_free(res);
+}
+
+Test(resource, kill_ends_and_wakes, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher s, r;
+    struct waker ks, kr;
+
+    winit(&s, &ks, res, NULL);
+    winit(&r, &kr, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &s, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &r, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &s, NULL, 0), 0);
+    resource_watch_kill(res, &s);
+    resource_watch_kill(res, &r);
+    cr_assert_eq(atomic_load(&ks.calls), 1);
+    cr_assert_eq(atomic_load(&kr.calls), 0);
+    cr_assert_eq(drain(res, &s, NULL, 0), -EPIPE);
+    cr_assert_eq(drain(res, &r, NULL, 0), -EPIPE);
+    resource_watch_detach(res, &s);
+    resource_watch_detach(res, &r);
+    resource_free(res);
+}
+
+Test(resource, close_all_ends_everything_and_refuses_new, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher s, w, late;
+    struct waker ks, kw, kl;
+
+    winit(&s, &ks, res, NULL);
+    winit(&w, &kw, res, NULL);
+    winit(&late, &kl, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &s, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &s, NULL, 0), 0);
+    cr_assert_eq(resource_wait_rv(res, &w, 50, 0), -EAGAIN);
+    resource_close_all(res);
+    cr_assert_eq(atomic_load(&ks.calls), 1);
+    cr_assert_eq(atomic_load(&kw.calls), 1);
+    cr_assert_eq(drain(res, &s, NULL, 0), -EPIPE);
+    cr_assert_eq(resource_watch_now(res, &late, NULL, NULL), -EAGAIN);
+    cr_assert_eq(resource_watch_from(res, &late, 10, NULL), -EAGAIN);
+    cr_assert_eq(resource_wait_rv(res, &late, 50, 0), 0);
+    cr_assert_not(late.attached);
+    resource_watch_detach(res, &s);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, detach_is_idempotent)
+{
+    struct resource *res = new_ready(16, 10);
+    struct resource_stats st;
+    struct watcher w, never;
+    struct waker k, kn;
+
+    winit(&w, &k, res, NULL);
+    winit(&never, &kn, res, NULL);
+    resource_watch_detach(res, &never);
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), 0);
+    resource_stats(res, &st);
+    cr_assert_eq(st.watchers, 1);
+    resource_watch_detach(res, &w);
+    resource_watch_detach(res, &w);
+    resource_stats(res, &st);
+    cr_assert_eq(st.watchers, 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), -EPIPE);
+    resource_free(res);
+}
+
+Test(resource, free_with_attached_watcher_aborts, .signal = SIGABRT)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher w;
+    struct waker k;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), 0);
+    resource_free(res);
+}
+
+/* ---- freshness ---------------------------------------------------------------------------- */
+
+Test(resource, wait_fresh_times_out, .timeout = 10)
+{
+    struct resource *res = new_ready(16, 10);
+    uint64_t cur = 0;
+    int64_t t0 = mono_ms();
+    int64_t took;
+
+    cr_assert_eq(resource_wait_fresh(res, 11, 50, &cur), -ETIMEDOUT);
+    took = mono_ms() - t0;
+    cr_assert_geq(took, 49);
+    cr_assert_lt(took, 2000);
+    cr_assert_eq(cur, 10);
+    cr_assert_eq(resource_wait_fresh(res, 11, 0, &cur), -ETIMEDOUT);
+    cr_assert_eq(resource_wait_fresh(res, 10, 0, &cur), 0);
+    cr_assert_eq(resource_wait_fresh(res, 5, 50, NULL), 0);
+    resource_free(res);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+Test(resource, snapshot_cached_until_change)
+{
+    struct resource *res = new_ready(16, 10);
+    struct snapshot *s1, *s2, *s3, *s4;
+    uint64_t rv = 0;
+
+    put(res, WATCH_ADDED, "ns", "a", 11);
+    s1 = resource_snapshot(res, &rv);
+    s2 = resource_snapshot(res, &rv);
+    cr_assert_eq(s1, s2);
+    cr_assert_eq(s1->rv, 11);
+    resource_progress(res, 15);
+    s3 = resource_snapshot(res, &rv);
+    cr_assert_eq(s3, s1); /* nothing changed */
+    cr_assert_eq(rv, 15);
+    put(res, WATCH_ADDED, "ns", "b", 16);
+    s4 = resource_snapshot(res, &rv);
+    cr_assert_neq(s4, s1);
+    cr_assert_eq(s4->len, 2);
+    cr_assert_eq(s4->rv, 16);
+    cr_assert_eq(s1->len, 1); /* old snapshot untouched */
+    snapshot_unref(s1);
+    snapshot_unref(s2);
+    snapshot_unref(s3);
+    snapshot_unref(s4);
+    resource_free(res);
+}
+
+Test(resource, snapshot_at_errors_and_current)
+{
+    struct resource *res = new_ready(4, 10);
+    struct snapshot *s = NULL;
+
+    for (uint64_t rv = 11; rv <= 16; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv); /* kept 13..16: boundary 12 */
+    }
+    cr_assert_eq(resource_snapshot_at(res, 17, &s), -EAGAIN);
+    cr_assert_eq(resource_snapshot_at(res, 11, &s), -ESTALE);
+    cr_assert_null(s);
+    cr_assert_eq(resource_snapshot_at(res, 12, &s), 0);
+    cr_assert_eq(s->rv, 12);
+    cr_assert_eq(s->len, 1);
+    cr_assert_str_eq(s->items[0]->rv_str, "12");
+    snapshot_unref(s);
+    cr_assert_eq(resource_snapshot_at(res, 16, &s), 0);
+    cr_assert_eq(s->rv, 16);
+    cr_assert_str_eq(s->items[0]->rv_str, "16");
+    snapshot_unref(s);
+    resource_progress(res, 20);
+    cr_assert_eq(resource_snapshot_at(res, 20, &s), 0);
+    cr_assert_eq(s->rv, 20);
+    cr_assert_eq(s->len, 1);
+    snapshot_unref(s);
+    cr_assert_eq(resource_snapshot_at(res, 18, &s), 0);
+    cr_assert_eq(s->rv, 18);
+    snapshot_unref(s);
+    resource_free(res);
+}
+
+/*
+ * Random adds/modifies/deletes (and a relist, and progress) over 60 keys; after each step
+ * the model's state is recorded by rv. At checkpoints every rv from below the boundary to
+ * past the current rv is rebuilt by resource_snapshot_at and compared pointer by pointer.
+ */
+enum { KEYS = 60, OPS = 3000, MAXREC = OPS + 16 };
+
+struct model {
+    struct blob *cur[KEYS]; /* current object per key index (keys sorted by index) */
+    struct blob **made;     /* every blob created, kept alive so pointers stay unique */
+    size_t n_made;
+    uint64_t rec_rv[MAXREC]; /* recorded rvs, increasing */
+    struct blob *rec[MAXREC][KEYS];
+    size_t n_rec;
+};
+
+static void key_name(int i, char *ns, char *name)
+{
+    snprintf(ns, 8, "ns%d", i / 20);
+    snprintf(name, 8, "o%02d", i % 20);
+}
+
+static void record(struct model *m, uint64_t rv)
+{
+    cr_assert_lt(m->n_rec, MAXREC);
+    m->rec_rv[m->n_rec] = rv;
+    memcpy(m->rec[m->n_rec], m->cur, sizeof(m->cur));
+    m->n_rec++;
+}
+
+static void verify_all(struct resource *res, struct model *m)
+{
+    struct resource_stats st;
+
+    resource_stats(res, &st);
+    for (uint64_t q = st.history_boundary > 3 ? st.history_boundary - 3 : 0; q <= st.rv + 2; q++) {
+        struct snapshot *s = NULL;
+        int rc = resource_snapshot_at(res, q, &s);
+        size_t r = m->n_rec;
+        size_t j = 0;
+
+        if (q > st.rv) {
+            cr_assert_eq(rc, -EAGAIN);
+            continue;
+        }
+        if (q < st.history_boundary) {
+            cr_assert_eq(rc, -ESTALE, "rv %llu", (unsigned long long)q);
+            continue;
+        }
+        cr_assert_eq(rc, 0, "rv %llu", (unsigned long long)q);
+        cr_assert_eq(s->rv, q);
+        while (r > 0 && m->rec_rv[r - 1] > q) {
+            r--;
+        }
+        cr_assert_gt(r, 0);
+        for (int i = 0; i < KEYS; i++) {
+            if (m->rec[r - 1][i] == NULL) {
+                continue;
+            }
+            cr_assert_lt(j, s->len, "rv %llu: too few items", (unsigned long long)q);
+            cr_assert_eq(s->items[j], m->rec[r - 1][i], "rv %llu key %d", (unsigned long long)q, i);
+            j++;
+        }
+        cr_assert_eq(j, s->len, "rv %llu: extra items", (unsigned long long)q);
+        snapshot_unref(s);
+    }
+}
+
+Test(resource, snapshot_at_matches_bruteforce_replay, .timeout = 120)
+{
+    struct model *m = calloc(1, sizeof(*m));
+    struct resource *res = new_res(700);
+    uint64_t rv = 1000;
+
+    m->made = calloc(OPS * 2, sizeof(*m->made));
+    srand(2024);
+    cr_assert_eq(resource_replace(res, NULL, 0, rv, 0), 0);
+    record(m, rv);
+    for (int op = 1; op <= OPS; op++) {
+        int i = rand() % KEYS;
+        int what = rand() % 10;
+        char ns[8];
+        char name[8];
+        struct blob *b;
+
+        key_name(i, ns, name);
+        rv += 1 + (uint64_t)(rand() % 3);
+        if (op == OPS / 2) {
+            /* Relist at the current model state: history resets to this rv. */
+            struct blob *items[KEYS];
+            size_t n = 0;
+
+            for (int k = 0; k < KEYS; k++) {
+                if (m->cur[k] != NULL) {
+                    items[n++] = m->cur[k];
+                }
+            }
+            cr_assert_eq(resource_replace(res, items, n, rv, 0), 0);
+            record(m, rv);
+            continue;
+        }
+        if (what == 0) {
+            resource_progress(res, rv);
+            record(m, rv);
+            continue;
+        }
+        b = mk(ns, name, rv);
+        m->made[m->n_made++] = b;
+        if (what <= 3) {
+            cr_assert_eq(resource_apply(res, WATCH_DELETED, b, rv, 0), 0);
+            m->cur[i] = NULL;
+        } else {
+            cr_assert_eq(resource_apply(res, what <= 6 ? WATCH_ADDED : WATCH_MODIFIED, b, rv, 0),
+                         0);
+            m->cur[i] = b;
+        }
+        record(m, rv);
+        if (op % 500 == 0 || op == OPS / 2 + 1) {
+            verify_all(res, m);
+        }
+    }
+    verify_all(res, m);
+    resource_free(res);
+    for (size_t i = 0; i < m->n_made; i++) {
+        cr_assert_eq(atomic_load(&m->made[i]->ref), 1);
+        blob_unref(m->made[i]);
+    }
+    free(m->made);
+    free(m);
+}

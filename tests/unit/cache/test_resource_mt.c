@@ -1,0 +1,419 @@
+/*
+ * test_resource_mt.c - one writer, many readers, real threads (run it under TSan too).
+ *
+ * Each reader behaves like the HTTP watch handler: pull with resource_watch_next; on 0 it
+ * "suspends" by waiting on its own semaphore, which its wake function posts. A reader whose
+ * wait times out while events were pending has lost a wake-up, which fails the test; every
+ * reader must see every rv (of its scope) in order, exactly once. Also: freshness waiters
+ * released by another thread's progress. Every loop is bounded by a deadline.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/blob.h"
+#include "cache/resource.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+
+#ifdef TEST_TSAN
+/*
+ * Criterion 2.4 cannot start under ThreadSanitizer (Snaipe/Criterion#274): boxfort maps its
+ * inheritable arena at 0x2000_0000_0000 + (rand_r() & 0x3fffff) * 16 MiB with 10 tries, and
+ * TSan reserves almost all of that range, so the runner aborts with "Could not initialize
+ * inheritable arena". boxfort calls rand_r through the PLT, so this definition steers the
+ * arena into TSan's application range (0x5500_0000_0000-0x5680_0000_0000). Only this file
+ * runs threads, so only this file carries the workaround; nothing here calls rand_r.
+ */
+int rand_r(unsigned *seed)
+{
+    static const unsigned hi[] = {0x5600, 0x5640, 0x5620, 0x5660, 0x5610,
+                                  0x5630, 0x5650, 0x5670, 0x5608, 0x5618};
+    unsigned i = (*seed)++ % (sizeof(hi) / sizeof(hi[0]));
+
+    return (int)((hi[i] - 0x2000u) << 8);
+}
+#endif
+
+enum { EVENTS = 20000, READERS = 8, NS = 4, BATCH = 64 };
+
+#define LIST_RV 1000u
+#define DEADLINE_MS 60000
+#define SUSPEND_MS 2000
+
+struct reader {
+    struct resource *res;
+    struct watcher w;
+    sem_t sem;
+    const char *ns;     /* scope, or NULL for every namespace */
+    unsigned seed;      /* picks the attach delay */
+    bool early;         /* attaches at once; the writer starts after it parked */
+    atomic_bool parked; /* has suspended at least once */
+    atomic_int wakes;
+    uint64_t expect; /* next rv this reader must see */
+    uint64_t step;   /* distance between the rvs it must see */
+    size_t seen;
+    int rc; /* 0, or why it stopped */
+    char why[160];
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *ns_of(uint64_t rv)
+{
+    static const char *names[NS] = {"ns0", "ns1", "ns2", "ns3"};
+
+    return names[(rv - LIST_RV) % NS];
+}
+
+static void wake_sem(void *ctx)
+{
+    struct reader *r = ctx;
+
+    atomic_fetch_add(&r->wakes, 1);
+    sem_post(&r->sem);
+}
+
+/* Waits up to SUSPEND_MS for a wake; returns false on timeout. */
+static bool suspend(struct reader *r)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += SUSPEND_MS / 1000;
+    while (sem_timedwait(&r->sem, &ts) == -1) {
+        if (errno != EINTR) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void fail(struct reader *r, int rc, const char *fmt, unsigned long long a,
+                 unsigned long long b)
+{
+    r->rc = rc;
+    snprintf(r->why, sizeof(r->why), fmt, a, b);
+}
+
+/* Checks a batch; returns false (and records why) on the first out-of-order rv. */
+static bool check(struct reader *r, const struct ring_event *ev, ssize_t n)
+{
+    for (ssize_t i = 0; i < n; i++) {
+        if (r->ns != NULL && strcmp(ev[i].obj->ns, r->ns) != 0) {
+            continue; /* the handler's own filter */
+        }
+        if (ev[i].rv != r->expect) {
+            fail(r, -EINVAL, "got rv %llu, expected %llu", ev[i].rv, r->expect);
+            return false;
+        }
+        r->expect += r->step;
+        r->seen++;
+    }
+    return true;
+}
+
+static void *reader_main(void *p)
+{
+    struct reader *r = p;
+    struct ring_event ev[BATCH];
+    int64_t deadline = mono_ms() + DEADLINE_MS;
+    struct timespec delay = {0, (long)(r->seed % 20) * 1000000L};
+    uint64_t last = LIST_RV + EVENTS;
+
+    if (!r->early) {
+        nanosleep(&delay, NULL); /* attach mid-stream: replay, then follow */
+    }
+    if (resource_watch_from(r->res, &r->w, LIST_RV, NULL) != 0) {
+        fail(r, -EAGAIN, "attach failed %llu%llu", 0, 0);
+        return NULL;
+    }
+    while (r->expect <= last) {
+        ssize_t n = resource_watch_next(r->res, &r->w, ev, BATCH);
+        bool ok;
+
+        if (n < 0) {
+            fail(r, (int)n, "watch ended (%lld) at rv %llu", (unsigned long long)n, r->expect);
+            break;
+        }
+        ok = check(r, ev, n);
+        ring_event_release(ev, (size_t)n);
+        if (!ok) {
+            break;
+        }
+        if (mono_ms() > deadline) {
+            fail(r, -ETIMEDOUT, "deadline at rv %llu (seen %llu)", r->expect, r->seen);
+            break;
+        }
+        if (n == 0) {
+            atomic_store(&r->parked, true);
+        }
+        if (n == 0 && !suspend(r)) {
+            /* Nobody woke us. That is only fine if there really was nothing to read. */
+            n = resource_watch_next(r->res, &r->w, ev, BATCH);
+            if (n > 0) {
+                ring_event_release(ev, (size_t)n);
+                fail(r, -EDEADLK, "lost wake-up at rv %llu (%llu pending)", r->expect,
+                     (unsigned long long)n);
+                break;
+            }
+        }
+    }
+    resource_watch_detach(r->res, &r->w);
+    return NULL;
+}
+
+struct writer {
+    struct resource *res;
+    struct reader *wait_for; /* readers whose early ones must park first; may be NULL */
+    int rc;
+};
+
+/* Waits (bounded) until every early reader has suspended once. */
+static void wait_parked(struct reader *rs)
+{
+    int64_t deadline = mono_ms() + 10000;
+
+    for (int k = 0; k < READERS && mono_ms() < deadline; k++) {
+        while (rs[k].early && !atomic_load(&rs[k].parked) && mono_ms() < deadline) {
+            struct timespec d = {0, 1000000L};
+
+            nanosleep(&d, NULL);
+        }
+    }
+}
+
+/* Applies the event at <rv> (object o<rv % 97> in ns_of(rv)). */
+static int apply_one(struct resource *res, uint64_t rv)
+{
+    char name[16];
+    char rvs[24];
+    struct blob *b;
+    int rc;
+
+    snprintf(name, sizeof(name), "o%llu", (unsigned long long)(rv % 97));
+    snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
+    b = blob_new(rvs, strlen(rvs),
+                 &(struct blob_meta){.ns = ns_of(rv), .name = name, .rv_str = rvs});
+    rc = resource_apply(res, rv % 3 ? WATCH_MODIFIED : WATCH_ADDED, b, rv, (int64_t)rv);
+    blob_unref(b);
+    return rc;
+}
+
+static void *writer_main(void *p)
+{
+    struct writer *wr = p;
+    struct timespec pause = {0, 50000L};
+
+    if (wr->wait_for != NULL) {
+        wait_parked(wr->wait_for);
+    }
+    for (uint64_t i = 1; i <= EVENTS; i++) {
+        wr->rc = apply_one(wr->res, LIST_RV + i);
+        if (wr->rc != 0) {
+            break;
+        }
+        /* Let readers catch up now and then, so they suspend and get woken mid-stream. */
+        if (wr->wait_for != NULL && i % 200 == 0) {
+            nanosleep(&pause, NULL);
+        }
+    }
+    return NULL;
+}
+
+struct fresh_waiter {
+    struct resource *res;
+    int rc;
+};
+
+static void *fresh_main(void *p)
+{
+    struct fresh_waiter *f = p;
+
+    f->rc = resource_wait_fresh(f->res, LIST_RV + EVENTS, DEADLINE_MS, NULL);
+    return NULL;
+}
+
+/* Runs one writer and READERS readers; <scoped> gives reader k the scope ns(k % NS). */
+static void run(bool scoped)
+{
+    struct resource *res =
+        resource_new("pods", &(struct ring_opts){.min_cap = 256, .max_cap = 32768, .fresh_ms = 0});
+    struct reader *rs = calloc(READERS, sizeof(*rs));
+    struct fresh_waiter fw[2] = {{.res = res}, {.res = res}};
+    struct resource_stats st;
+    struct writer wr = {.res = res, .wait_for = rs};
+    pthread_t rt[READERS];
+    pthread_t wt;
+    pthread_t ft[2];
+
+    cr_assert_eq(resource_replace(res, NULL, 0, LIST_RV, 0), 0);
+    for (int k = 0; k < READERS; k++) {
+        struct reader *r = &rs[k];
+
+        r->res = res;
+        r->seed = (unsigned)k * 7919u + 1;
+        r->early = k % 2 == 0;
+        cr_assert_eq(sem_init(&r->sem, 0, 0), 0);
+        r->w.wake = wake_sem;
+        r->w.wake_ctx = r;
+        r->w.kind = WATCHER_STREAM;
+        r->expect = LIST_RV + 1;
+        r->step = 1;
+        if (scoped) {
+            r->ns = ns_of(LIST_RV + 1 + (uint64_t)(k % NS));
+            r->w.ns = r->ns;
+            r->expect = LIST_RV + 1 + (uint64_t)(k % NS);
+            r->step = NS;
+        }
+        cr_assert_eq(pthread_create(&rt[k], NULL, reader_main, r), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pthread_create(&ft[i], NULL, fresh_main, &fw[i]), 0);
+    }
+    cr_assert_eq(pthread_create(&wt, NULL, writer_main, &wr), 0);
+    pthread_join(wt, NULL);
+    for (int k = 0; k < READERS; k++) {
+        pthread_join(rt[k], NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(ft[i], NULL);
+        cr_expect_eq(fw[i].rc, 0, "freshness waiter %d", i);
+    }
+    cr_assert_eq(wr.rc, 0);
+    for (int k = 0; k < READERS; k++) {
+        struct reader *r = &rs[k];
+
+        cr_expect_eq(r->rc, 0, "reader %d: %s", k, r->why);
+        cr_expect_eq(r->seen, scoped ? EVENTS / NS : EVENTS, "reader %d saw %zu", k, r->seen);
+        /* Parked before the first event: the protocol had to wake it at least once. */
+        if (r->early) {
+            cr_expect_gt(atomic_load(&r->wakes), 0, "reader %d never woken", k);
+        }
+        sem_destroy(&r->sem);
+    }
+    resource_stats(res, &st);
+    cr_expect_eq(st.watchers, 0);
+    cr_expect_eq(st.laggards, 0);
+    cr_expect_eq(st.events, EVENTS);
+    cr_expect_eq(st.history_len, EVENTS); /* grew instead of evicting */
+    resource_free(res);
+    free(rs);
+}
+
+Test(resource_mt, every_reader_sees_every_rv_once_in_order, .timeout = 120)
+{
+    run(false);
+}
+
+Test(resource_mt, scoped_readers_see_their_namespace_in_order, .timeout = 120)
+{
+    run(true);
+}
+
+/* A reader that never reads must not slow the writer; it is ended, not waited for. */
+Test(resource_mt, slow_reader_is_ended_and_writer_never_waits, .timeout = 60)
+{
+    struct resource *res =
+        resource_new("pods", &(struct ring_opts){.min_cap = 64, .max_cap = 64, .fresh_ms = 0});
+    struct writer wr = {.res = res};
+    struct reader r = {.res = res};
+    struct ring_event ev[BATCH];
+    struct resource_stats st;
+    pthread_t wt;
+    int64_t t0;
+
+    cr_assert_eq(resource_replace(res, NULL, 0, LIST_RV, 0), 0);
+    cr_assert_eq(sem_init(&r.sem, 0, 0), 0);
+    r.w.wake = wake_sem;
+    r.w.wake_ctx = &r;
+    cr_assert_eq(resource_watch_from(res, &r.w, LIST_RV, NULL), 0);
+    t0 = mono_ms();
+    cr_assert_eq(pthread_create(&wt, NULL, writer_main, &wr), 0);
+    pthread_join(wt, NULL);
+    cr_assert_eq(wr.rc, 0);
+    cr_assert_lt(mono_ms() - t0, 30000);
+    cr_assert_eq(resource_watch_next(res, &r.w, ev, BATCH), -EPIPE);
+    resource_watch_detach(res, &r.w);
+    resource_stats(res, &st);
+    cr_assert_eq(st.laggards, 1);
+    cr_assert_eq(st.history_len, 64);
+    sem_destroy(&r.sem);
+    resource_free(res);
+}
+
+/* ---- freshness waiters released by another thread ---------------------------------------- */
+
+struct stepper {
+    struct resource *res;
+    bool by_progress;
+    int rc; /* asserts belong to the test's thread */
+};
+
+/* Moves the rv to LIST_RV+1 then LIST_RV+2, 30 ms apart: the first step wakes a waiter for
+ * LIST_RV+2 below its target, and it must go back to waiting. */
+static void *stepper_main(void *p)
+{
+    struct stepper *s = p;
+    struct timespec d = {0, 30000000L};
+
+    for (uint64_t rv = LIST_RV + 1; rv <= LIST_RV + 2; rv++) {
+        nanosleep(&d, NULL);
+        if (s->by_progress) {
+            resource_progress(s->res, rv);
+        } else if (s->rc == 0) {
+            s->rc = apply_one(s->res, rv);
+        }
+    }
+    return NULL;
+}
+
+static void wait_fresh_sees_other_thread(bool by_progress)
+{
+    struct resource *res = resource_new("pods", NULL);
+    struct stepper s = {.res = res, .by_progress = by_progress};
+    pthread_t th;
+    uint64_t cur = 0;
+    int64_t t0;
+    int64_t took;
+
+    cr_assert_eq(resource_replace(res, NULL, 0, LIST_RV, 0), 0);
+    t0 = mono_ms();
+    cr_assert_eq(pthread_create(&th, NULL, stepper_main, &s), 0);
+    cr_assert_eq(resource_wait_fresh(res, LIST_RV + 2, 5000, &cur), 0);
+    took = mono_ms() - t0;
+    pthread_join(th, NULL);
+    cr_assert_eq(s.rc, 0);
+    cr_assert_eq(cur, LIST_RV + 2);
+    cr_assert_geq(took, 55);
+    cr_assert_lt(took, 4000);
+    resource_free(res);
+}
+
+Test(resource_mt, wait_fresh_returns_when_events_arrive, .timeout = 10)
+{
+    wait_fresh_sees_other_thread(false);
+}
+
+Test(resource_mt, wait_fresh_returns_on_progress, .timeout = 10)
+{
+    wait_fresh_sees_other_thread(true);
+}
