@@ -987,7 +987,10 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             return;
         }
         if (st.code == 400 && strncmp(st.message, "invalid resource version: ", 26) == 0) {
-            kstatus_set(&st, 500, NULL, "%s", st.message + 26);
+            /* GET reports a bad rv like WATCH: 500 without reason and without the prefix */
+            memmove(st.message, st.message + 26, strlen(st.message + 26) + 1);
+            st.code = 500;
+            st.reason = NULL;
             http_reply_status(req, &st);
             return;
         }

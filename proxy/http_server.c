@@ -568,14 +568,67 @@ void http_reply_status(struct http_req *req, const struct kstatus *st)
     }
 }
 
+/* A gathered body read piece by piece into MHD's buffer (MHD 0.9.75's own iovec responses
+ * abort on more than IOV_MAX pieces, and a list has two per item). */
+struct iovbody {
+    struct iovec *iov;
+    size_t n;
+    size_t idx;
+    size_t off;
+    void (*done)(void *ctx);
+    void *ctx;
+};
+
+static ssize_t iov_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct iovbody *b = cls;
+    size_t w = 0;
+
+    while (w < max && b->idx < b->n) {
+        const struct iovec *v = &b->iov[b->idx];
+        size_t left = v->iov_len - b->off, take = left < max - w ? left : max - w;
+        memcpy(buf + w, (const char *)v->iov_base + b->off, take);
+        w += take;
+        b->off += take;
+        if (b->off == v->iov_len) {
+            b->idx++;
+            b->off = 0;
+        }
+    }
+    if (w == 0) {
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    return (ssize_t)w;
+}
+
+static void iov_free(void *cls)
+{
+    struct iovbody *b = cls;
+    if (b->done) {
+        b->done(b->ctx);
+    }
+    free(b->iov);
+    free(b);
+}
+
 void http_reply_iov(struct http_req *req, int code, const char *content_type,
                     const struct iovec *iov, size_t n, void (*done)(void *ctx), void *ctx)
 {
+    struct iovbody *b = xcalloc(1, sizeof(*b));
+    uint64_t total = 0;
     struct MHD_Response *resp;
 
-    BUG_ON(n > 0x7fffffff);
-    resp = MHD_create_response_from_iovec((const struct MHD_IoVec *)iov, (unsigned int)n, done,
-                                          ctx);
+    b->iov = xmalloc(sizeof(*iov) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        b->iov[b->n] = iov[i];
+        total += iov[i].iov_len;
+        if (iov[i].iov_len > 0) {
+            b->n++;
+        }
+    }
+    b->done = done;
+    b->ctx = ctx;
+    resp = MHD_create_response_from_callback(total, 16 * 1024, iov_reader, b, iov_free);
     queue(req, code, content_type, resp);
 }
 

@@ -114,7 +114,8 @@ void http_reply(struct http_req *req, int code, const char *content_type, const 
 /* A Status body (JSON + "\n"), Retry-After when st->retry_after > 0. */
 void http_reply_status(struct http_req *req, const struct kstatus *st);
 
-/* A body gathered from <iov> (not copied); <done>(<ctx>) runs when MHD no longer needs it. */
+/* A body gathered from <iov> (the pieces are not copied until MHD writes them; the array
+ * is); <done>(<ctx>) runs when MHD no longer needs the pieces. Sent with Content-Length. */
 void http_reply_iov(struct http_req *req, int code, const char *content_type,
                     const struct iovec *iov, size_t n, void (*done)(void *ctx), void *ctx);
 

@@ -327,6 +327,7 @@ static void wb_details(struct wbuf *w, const struct kstatus *st)
     wb_member_str(w, &first, "name", st->name);
     wb_member_str(w, &first, "group", st->group);
     wb_member_str(w, &first, "kind", st->kind);
+    wb_member_str(w, &first, "uid", st->uid);
     if (n_causes > 0) {
         wb_str(w, first ? "\"causes\":[" : ",\"causes\":[");
         for (size_t i = 0; i < n_causes; i++) {
@@ -362,8 +363,8 @@ size_t kube_json_status(const struct kstatus *st, char *buf, size_t cap)
         wb_json_str(&w, st->message, strnlen(st->message, sizeof(st->message)));
     }
     wb_member_str(&w, &first, "reason", st->reason);
-    if (st->name != NULL || st->group != NULL || st->kind != NULL || st->n_causes > 0 ||
-        st->retry_after != 0) {
+    if (st->name != NULL || st->group != NULL || st->kind != NULL || st->uid != NULL ||
+        st->n_causes > 0 || st->retry_after != 0) {
         wb_details(&w, st);
     }
     if (st->code != 0) {

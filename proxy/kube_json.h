@@ -45,6 +45,7 @@ struct kstatus {
     const char *name;
     const char *group;
     const char *kind;
+    const char *uid;
     struct kstatus_cause causes[KSTATUS_MAX_CAUSES];
     size_t n_causes;
     int retry_after;         /* details.retryAfterSeconds (and the Retry-After header); 0 = none */

@@ -41,6 +41,7 @@
 #define SIM_TICK_MS 100
 #define SIM_SWEEP_MS 1000
 #define SIM_VERSION_MINOR "34"
+#define SIM_HISTORY_CAP (1u << 20) /* events per resource between compactions */
 
 struct sim {
     struct sim_opts o;
@@ -625,15 +626,21 @@ static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
         http_reply_status(req, &st);
         return;
     }
-    /* Pods and custom resources return the object; other kinds a Success Status. */
+    /* Stores with ReturnDeletedObject (pods, serviceaccounts; custom resources; namespaces,
+     * whose REST returns the object) answer with it; the others with a Success Status. */
     if (strcmp(ar->kind.plural, "pods") == 0 || !ar->kind.builtin ||
-        strcmp(ar->kind.plural, "namespaces") == 0) {
+        strcmp(ar->kind.plural, "namespaces") == 0 ||
+        strcmp(ar->kind.plural, "serviceaccounts") == 0) {
         reply_object(req, 200, ar, old);
     } else {
         struct kstatus st;
         kstatus_set(&st, 200, NULL, "%s", "");
         st.code = 0;
         st.name = p->name;
+        cJSON *o = cJSON_ParseWithLength(old->data, old->len);
+        const cJSON *uid = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
+        st.uid = cJSON_IsString(uid) ? uid->valuestring : NULL;
         st.group = ar->kind.group[0] ? ar->kind.group : NULL;
         st.kind = ar->kind.plural;
         char body[1024];
@@ -643,6 +650,7 @@ static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
         }
         body[n++] = '\n';
         http_reply(req, 200, "application/json", body, n);
+        cJSON_Delete(o);
     }
     blob_unref(old);
 }
@@ -1162,10 +1170,9 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
 {
     struct apires_kind k;
     char *owned = NULL;
-    size_t cap = (size_t)s->o.history_events;
-    struct ring_opts ro = {.min_cap = cap < 1024 ? (cap ? cap : 1) : 1024,
-                           .max_cap = cap ? cap : 1,
-                           .fresh_ms = 0};
+    /* etcd keeps every revision until compaction: the ring only grows (to a hard cap) and
+     * compaction trims it */
+    struct ring_opts ro = {.min_cap = 1024, .max_cap = SIM_HISTORY_CAP, .fresh_ms = 0};
 
     if (apires_parse_spec(spec, &k, &owned) != 0) {
         snprintf(err, err_len, "invalid --resource %s: want group/version/plural[:namespaced|:cluster]",
