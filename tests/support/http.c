@@ -194,13 +194,10 @@ int http_do(const char *method, const char *url, const char *content_type, const
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->code);
     rc = map_curl_rc(crc, b.too_big || h.too_big);
     if (rc != 0) {
-        fprintf(stderr, "http_do: %s %.200s: %s (%s)\n", method, url, curl_easy_strerror(crc),
-                errbuf);
-        if (out->code == 0) {
-            goto out;
-        }
-        /* A response arrived but the connection failed afterwards; report it anyway. */
+        fprintf(stderr, "http_do: %s %.200s: %s (%s); HTTP %ld, %zu body bytes so far\n",
+                method, url, curl_easy_strerror(crc), errbuf, out->code, b.len);
     }
+    /* Even on error, hand over what arrived (a truncated body helps the diagnosis). */
     if (!b.data && buf_append(&b, "", 0) != 0) {
         rc = -ENOMEM;
         goto out;
@@ -214,9 +211,6 @@ int http_do(const char *method, const char *url, const char *content_type, const
     out->headers = h.data;
     b.data = NULL;
     h.data = NULL;
-    if (rc != 0 && out->code != 0) {
-        rc = 0;
-    }
 out:
     free(b.data);
     free(h.data);
@@ -380,13 +374,7 @@ static size_t watch_header_cb(char *ptr, size_t size, size_t nmemb, void *ud)
     struct watch *w = ud;
     size_t n = size * nmemb;
 
-    if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
-        w->hdr.len = 0;
-        if (w->hdr.data) {
-            w->hdr.data[0] = '\0';
-        }
-    }
-    if (buf_append(&w->hdr, ptr, n) != 0) {
+    if (header_cb(ptr, size, nmemb, &w->hdr) != n) {
         return 0;
     }
     if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) {

@@ -35,9 +35,11 @@ uint64_t http_now_ms(void);
  * Performs one request. <method> "GET", "POST", "PUT", "PATCH", "DELETE"...; <content_type>
  * NULL for none; <body> NUL-terminated or NULL; <extra_headers> a NULL-terminated array of
  * "Name: value" lines or NULL (a header here overrides the default User-Agent/Accept);
- * <timeout_ms> bounds the whole transfer. Fills <out> (zeroed first).
- * Returns 0 when a response was received (any status), -ETIMEDOUT, -ECONNREFUSED, -EFBIG
- * (body over HTTP_BODY_MAX) or -EIO, with the curl error printed to stderr.
+ * <timeout_ms> bounds the whole transfer. Fills <out> (zeroed first); the caller frees it
+ * with http_resp_free whatever the return value.
+ * Returns 0 when a complete response was received (any status), else -ETIMEDOUT,
+ * -ECONNREFUSED, -EFBIG (body over HTTP_BODY_MAX) or -EIO, with the curl error printed to
+ * stderr; then <out> holds whatever arrived (code 0 if no status line), for diagnostics.
  */
 int http_do(const char *method, const char *url, const char *content_type, const char *body,
             const char *const *extra_headers, long timeout_ms, struct http_resp *out);
