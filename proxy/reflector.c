@@ -1,0 +1,975 @@
+/*
+ * reflector.c - LIST then WATCH each resource upstream and feed the cache (DESIGN "Data flow").
+ *
+ * Per resource a state machine (struct rsync): IDLE until <due_ms>, then one transfer, LISTING
+ * (one page; pages chain) or WATCHING (one stream). When it ends, rsync_done picks the next
+ * step: more pages -> next page now; last page -> resource_replace, WATCH from the list RV;
+ * list failure -> LIST again after backoff; clean end -> WATCH from the last RV now; broken
+ * stream, non-200, ERROR other than 410 -> WATCH after backoff; 410, malformed or over-long
+ * line, RV going backwards -> unready and relist (at once, then with backoff while failures
+ * repeat). Backoff doubles from backoff_min to backoff_max with jitter; a watch that stayed
+ * open backoff_reset_ms forgets the failures (client-go's DelayWithReset).
+ *
+ * Threads: all on the reflector thread (curl callbacks too) but reflector_add/all_synced/free;
+ * one lock, <qlock>, for the add queue; none is held while logging or calling curl.
+ */
+#include "proxy/reflector.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <curl/curl.h>
+
+#include "cache/blob.h"
+#include "cache/bug.h"
+#include "cache/resource.h"
+#include "cache/rv.h"
+#include "proxy/apires.h"
+#include "proxy/kube_json.h"
+#include "proxy/log.h"
+#include "proxy/upstream.h"
+
+#define REFLECTOR_POLL_MS 1000         /* longest curl_multi_poll wait */
+#define REFLECTOR_ERR_BODY_MAX 65536   /* bytes of a non-200 body kept for the log */
+#define REFLECTOR_LINE_KEEP 65536      /* line buffer capacity kept between lines */
+#define REFLECTOR_SHORT_WATCH_MS 1000  /* a watch ending this fast with no event is a failure */
+#define REFLECTOR_WATCH_GRACE_MS 60000 /* open this long past timeoutSeconds: wedged */
+#define REFLECTOR_LIST_STALL_S 120L    /* a LIST receiving nothing this long is abandoned */
+#define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
+#define REFLECTOR_FAILS_MAX 64 /* failure count saturates (the delay is capped long before) */
+#define REFLECTOR_LOG_MS 5000  /* one failure record per resource per interval */
+
+/* A growable byte buffer; the caller checks its cap before appending. */
+struct rbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+enum rsync_state { RSYNC_IDLE = 0, RSYNC_LISTING, RSYNC_WATCHING };
+
+/* What the running transfer's callbacks decided; acted upon when it ends. */
+enum rsync_verdict {
+    VERDICT_NONE = 0, /* decide from the curl result and the HTTP status */
+    VERDICT_RELIST,   /* 410 or bad upstream data: already logged */
+    VERDICT_BACKOFF,  /* retry the same step after backoff: already logged */
+};
+
+/* One resource being synced. All fields: reflector thread only (after the add queue). */
+struct rsync {
+    struct reflector *r;
+    struct apires *ar;       /* lent by reflector_add's caller */
+    char *path;              /* /api/v1/pods or /apis/g/v/plural */
+    CURL *easy;              /* reused for every request of this resource */
+    struct curl_slist *hdrs; /* of the running transfer */
+    enum rsync_state state;
+    bool next_is_watch; /* IDLE: what starts at due_ms */
+    int64_t due_ms;
+    unsigned fails; /* consecutive failures, for backoff */
+    bool synced;    /* the first list completed */
+    long http_code; /* of the running transfer, once its headers are in */
+    enum rsync_verdict verdict;
+    struct rbuf body; /* LIST page body, or a non-200 body (capped) */
+    /* LIST in progress */
+    struct blob **items; /* one reference each */
+    size_t n_items;
+    size_t cap_items;
+    char *cont; /* continue token of the next page; NULL = first page */
+    unsigned pages;
+    uint64_t list_rv;
+    char list_rv_str[REFLECTOR_RV_MAX];
+    /* WATCH */
+    uint64_t rv; /* last RV seen: list RV, then events and bookmarks */
+    char rv_str[REFLECTOR_RV_MAX];
+    struct rbuf line;       /* partial watch line, at most max_line_bytes */
+    int64_t watch_start_ms; /* when the request was sent */
+    int64_t watch_open_ms;  /* when 200 headers arrived; 0 = not open */
+    int64_t watch_deadline_ms;
+    uint64_t watch_events; /* lines processed on this stream */
+    struct log_ratelimit rl;
+    struct rsync *next;
+};
+
+struct reflector {
+    struct upstream *up; /* lent */
+    struct reflector_opts o;
+    CURLM *multi;
+    pthread_t thread;
+    atomic_bool stop;       /* any thread: set by reflector_free */
+    atomic_size_t n_added;  /* any thread: reflector_add calls */
+    atomic_size_t n_synced; /* written by the thread: resources past their first list */
+    pthread_mutex_t qlock;
+    struct rsync *queue; /* under qlock: added, not yet taken by the thread */
+    struct rsync *syncs; /* reflector thread only */
+    uint64_t rng;        /* reflector thread only */
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static void rbuf_append(struct rbuf *b, const char *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+
+        while (cap < b->len + n) {
+            cap *= 2;
+        }
+        b->data = xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+/* Empties <b>, releasing its memory when it grew beyond <keep> bytes. */
+static void rbuf_clear(struct rbuf *b, size_t keep)
+{
+    b->len = 0;
+    if (b->cap > keep) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+}
+
+/* xorshift64*: jitter and watch timeouts need spread, not secrecy. */
+static uint64_t rng_next(struct reflector *r)
+{
+    r->rng ^= r->rng >> 12;
+    r->rng ^= r->rng << 25;
+    r->rng ^= r->rng >> 27;
+    return r->rng * 2685821657736338717ULL;
+}
+
+/* Delay before retry number <n> (>= 1): d = min * 2^(n-1) capped at max, uniform in
+ * [d, min(2d, max)]. */
+static int64_t backoff_ms(struct reflector *r, unsigned n)
+{
+    int64_t d = r->o.backoff_min_ms;
+    int64_t hi;
+
+    for (unsigned i = 1; i < n && d < r->o.backoff_max_ms; i++) {
+        d *= 2;
+    }
+    if (d > r->o.backoff_max_ms) {
+        d = r->o.backoff_max_ms;
+    }
+    hi = d * 2 < r->o.backoff_max_ms ? d * 2 : r->o.backoff_max_ms;
+    return d + (int64_t)(rng_next(r) % (uint64_t)(hi - d + 1));
+}
+
+static const char *rsync_name(const struct rsync *s)
+{
+    return resource_name(s->ar->res);
+}
+
+static void rsync_schedule(struct rsync *s, bool watch, int64_t due_ms)
+{
+    s->state = RSYNC_IDLE;
+    s->next_is_watch = watch;
+    s->due_ms = due_ms;
+}
+
+static void items_drop(struct rsync *s)
+{
+    for (size_t i = 0; i < s->n_items; i++) {
+        blob_unref(s->items[i]);
+    }
+    s->n_items = 0;
+    free(s->cont);
+    s->cont = NULL;
+    s->pages = 0;
+}
+
+/*
+ * The string member <key> of the JSON object data[0..len), unescaped (cJSON on the small
+ * value span only). Returns 0 with a heap copy in *out (caller frees), -ENOENT when absent or
+ * null, -EPROTO when malformed, not a string or longer than <max>.
+ */
+static int json_str_member(const char *data, size_t len, const char *key, size_t max, char **out)
+{
+    size_t off, vlen;
+    cJSON *v = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = kube_json_member(data, len, key, &off, &vlen);
+    if (rc != 0) {
+        return rc;
+    }
+    if (vlen == 4 && memcmp(data + off, "null", 4) == 0) {
+        return -ENOENT;
+    }
+    if (data[off] != '"' || vlen > max + 2) {
+        return -EPROTO;
+    }
+    if (memchr(data + off, '\\', vlen) == NULL) {
+        /* Not xstrndup: data is not NUL-terminated and strict string checks would object. */
+        *out = xmalloc(vlen - 1);
+        memcpy(*out, data + off + 1, vlen - 2);
+        (*out)[vlen - 2] = '\0';
+        return 0;
+    }
+    v = cJSON_ParseWithLength(data + off, vlen);
+    rc = cJSON_IsString(v) ? 0 : -EPROTO;
+    if (rc == 0) {
+        *out = xstrdup(v->valuestring);
+    }
+    cJSON_Delete(v);
+    return rc;
+}
+
+/* metadata.resourceVersion of the object data[0..len): a non-zero RV (Go ParseUint syntax).
+ * Returns 0 with *rv and <rv_str> filled, or -EPROTO. */
+static int meta_rv(const char *data, size_t len, uint64_t *rv, char rv_str[REFLECTOR_RV_MAX])
+{
+    size_t off, mlen;
+    char *s = NULL;
+    int rc;
+
+    if (kube_json_member(data, len, "metadata", &off, &mlen) != 0 || data[off] != '{' ||
+        json_str_member(data + off, mlen, "resourceVersion", REFLECTOR_RV_MAX - 1, &s) != 0) {
+        return -EPROTO;
+    }
+    rc = rv_parse(s, rv) == 0 && *rv > 0 ? 0 : -EPROTO;
+    if (rc == 0) {
+        snprintf(rv_str, REFLECTOR_RV_MAX, "%s", s);
+    }
+    free(s);
+    return rc;
+}
+
+/* The "message" of a Status body (quoted for a log line) into <out>; "" when there is none. */
+static void status_message(const char *body, size_t len, char *out, size_t cap)
+{
+    char *msg = NULL;
+
+    out[0] = '\0';
+    if (len > 0 && json_str_member(body, len, "message", 1024, &msg) == 0) {
+        kube_json_quote(msg, strlen(msg), out, cap);
+    }
+    free(msg);
+    if (out[0] == '\0') {
+        snprintf(out, cap, "\"\"");
+    }
+}
+
+/* Logs a failure of <s> at most once per REFLECTOR_LOG_MS (reconnect storms). */
+#define RSYNC_WARN(s, fmt, ...)                                                                    \
+    log_ratelimited(&(s)->rl, REFLECTOR_LOG_MS, LOG_LEVEL_WARN, "reflector",                       \
+                    "resource=%s rv=%s " fmt, rsync_name(s), (s)->rv_str, __VA_ARGS__)
+
+/* ---- next steps ---------------------------------------------------------------------------- */
+
+/* Relists <s>: the cache goes unready until the list completes (as the cacher's Pending). */
+static void rsync_relist(struct rsync *s, int64_t now)
+{
+    int64_t delay;
+
+    s->fails += s->fails < REFLECTOR_FAILS_MAX;
+    delay = s->fails <= 1 ? 0 : backoff_ms(s->r, s->fails - 1);
+    resource_set_unready(s->ar->res, now);
+    items_drop(s);
+    rsync_schedule(s, false, now + delay);
+}
+
+/*
+ * Retries the same step (<watch> or LIST from page 1) after backoff, counting an upstream
+ * error; logs "<what> failed" with <code> and the quoted <detail> unless <what> is NULL (the
+ * callback already logged).
+ */
+static void rsync_retry(struct rsync *s, bool watch, int64_t now, const char *what, int code,
+                        const char *detail)
+{
+    int64_t delay;
+
+    s->fails += s->fails < REFLECTOR_FAILS_MAX;
+    delay = backoff_ms(s->r, s->fails);
+    atomic_fetch_add(&s->ar->ctr.up_errors, 1);
+    if (!watch) {
+        items_drop(s);
+    }
+    if (what != NULL) {
+        RSYNC_WARN(s, "code=%d delay_ms=%lld err=%s msg=\"%s failed, backing off\"", code,
+                   (long long)delay, detail, what);
+    }
+    rsync_schedule(s, watch, now + delay);
+}
+
+/* ---- watch lines --------------------------------------------------------------------------- */
+
+/* A protocol error on the stream: one log line, then the transfer is aborted and relists. */
+static int watch_bad(struct rsync *s, const char *why)
+{
+    atomic_fetch_add(&s->ar->ctr.up_errors, 1);
+    RSYNC_WARN(s, "err=\"%s\" msg=\"bad watch data, relisting\"", why);
+    s->verdict = VERDICT_RELIST;
+    return -EPROTO;
+}
+
+static int watch_object(struct rsync *s, enum watch_type type, const char *obj, size_t len)
+{
+    struct blob *b;
+    char *stripped = NULL;
+    size_t slen = 0;
+    int rc;
+
+    /* Built-in list items carry no kind/apiVersion: store the event object in that form. */
+    if (s->ar->kind.builtin) {
+        stripped = kube_json_strip_type_meta(obj, len, &slen);
+        if (stripped == NULL) {
+            return watch_bad(s, "malformed object");
+        }
+        obj = stripped;
+        len = slen;
+    }
+    b = kube_json_blob(obj, len, s->ar->kind.fields);
+    free(stripped);
+    if (b == NULL) {
+        return watch_bad(s, "object without metadata.name");
+    }
+    if (b->rv == 0) {
+        blob_unref(b);
+        return watch_bad(s, "object without a valid resourceVersion");
+    }
+    if (b->rv <= s->rv) {
+        blob_unref(b);
+        return watch_bad(s, "resourceVersion not increasing");
+    }
+    /* Counters move before the cache does, so whoever sees the new state sees them too. */
+    atomic_fetch_add(&s->ar->ctr.up_events, 1);
+    rc = resource_apply(s->ar->res, type, b, b->rv, clock_mono_ms());
+    if (rc == 0) {
+        s->rv = b->rv;
+        /* Echo upstream's string; only an absurdly zero-padded one is re-formatted. */
+        if (strlen(b->rv_str) < sizeof(s->rv_str)) {
+            memcpy(s->rv_str, b->rv_str, strlen(b->rv_str) + 1);
+        } else {
+            rv_format(b->rv, s->rv_str);
+        }
+    }
+    blob_unref(b);
+    return rc == 0 ? 0 : watch_bad(s, "resourceVersion not increasing");
+}
+
+static int watch_bookmark(struct rsync *s, const char *obj, size_t len)
+{
+    char rv_str[REFLECTOR_RV_MAX];
+    uint64_t rv;
+
+    if (meta_rv(obj, len, &rv, rv_str) != 0) {
+        return watch_bad(s, "bookmark without a valid resourceVersion");
+    }
+    if (rv < s->rv) {
+        return watch_bad(s, "bookmark resourceVersion going backwards");
+    }
+    atomic_fetch_add(&s->ar->ctr.up_bookmarks, 1);
+    resource_progress(s->ar->res, rv);
+    s->rv = rv;
+    memcpy(s->rv_str, rv_str, sizeof(rv_str));
+    return 0;
+}
+
+/* An ERROR event ends the stream: 410 relists, anything else re-watches after backoff (which
+ * counts the error). */
+static int watch_error(struct rsync *s, const char *obj, size_t len)
+{
+    char msg[512];
+    size_t off, vlen;
+    long code = 0;
+    char *reason = NULL;
+
+    if (kube_json_member(obj, len, "code", &off, &vlen) == 0) {
+        /* Not strtol: the line is not NUL-terminated. Kubernetes codes are small integers. */
+        for (size_t i = 0; i < vlen && i < 6 && obj[off + i] >= '0' && obj[off + i] <= '9'; i++) {
+            code = code * 10 + (obj[off + i] - '0');
+        }
+    }
+    (void)json_str_member(obj, len, "reason", 64, &reason);
+    status_message(obj, len, msg, sizeof(msg));
+    if (code == 410 ||
+        (reason != NULL && (!strcmp(reason, "Expired") || !strcmp(reason, "Gone")))) {
+        log_warn("reflector", "resource=%s rv=%s code=%ld err=%s msg=\"watch expired, relisting\"",
+                 rsync_name(s), s->rv_str, code, msg);
+        s->verdict = VERDICT_RELIST;
+    } else {
+        RSYNC_WARN(s, "code=%ld err=%s msg=\"watch error event, re-watching after backoff\"", code,
+                   msg);
+        s->verdict = VERDICT_BACKOFF;
+    }
+    free(reason);
+    return -ECANCELED;
+}
+
+/* One complete line (without its '\n'). Returns 0 to go on, <0 to end the stream. */
+static int watch_line(struct rsync *s, const char *line, size_t len)
+{
+    struct kube_event ev;
+    size_t i = 0;
+
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) {
+        i++;
+    }
+    if (i == len) {
+        return 0; /* a blank keep-alive line */
+    }
+    if (kube_json_event_parse(line, len, &ev) != 0) {
+        return watch_bad(s, "malformed watch event");
+    }
+    s->watch_events++;
+    switch (ev.type) {
+    case WATCH_ADDED:
+    case WATCH_MODIFIED:
+    case WATCH_DELETED:
+        return watch_object(s, ev.type, line + ev.obj_off, ev.obj_len);
+    case WATCH_BOOKMARK:
+        return watch_bookmark(s, line + ev.obj_off, ev.obj_len);
+    default:
+        return watch_error(s, line + ev.obj_off, ev.obj_len);
+    }
+}
+
+/*
+ * Frames curl's arbitrary chunks into lines. A line wholly inside the chunk is parsed in place;
+ * only a line split across chunks is copied, into a buffer capped at max_line_bytes.
+ */
+static int watch_feed(struct rsync *s, const char *p, size_t n)
+{
+    size_t max = s->r->o.max_line_bytes;
+    int rc = 0;
+
+    while (n > 0 && rc == 0) {
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl != NULL ? (size_t)(nl - p) : n;
+
+        if (s->line.len + take > max) {
+            return watch_bad(s, "watch line too long");
+        }
+        if (nl != NULL && s->line.len == 0) {
+            rc = watch_line(s, p, take);
+        } else {
+            rbuf_append(&s->line, p, take);
+            if (nl != NULL) {
+                rc = watch_line(s, s->line.data, s->line.len);
+                rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+            }
+        }
+        if (nl == NULL) {
+            break;
+        }
+        p = nl + 1;
+        n -= take + 1;
+    }
+    return rc;
+}
+
+/* ---- curl callbacks ------------------------------------------------------------------------ */
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct rsync *s = ud;
+    size_t n = size * nmemb;
+    long code = 0;
+
+    /* The blank line ending a header block; 1xx blocks are followed by the real one. */
+    if (n <= 2 && n > 0 && (p[0] == '\r' || p[0] == '\n')) {
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200) {
+            s->http_code = code;
+            if (s->state == RSYNC_WATCHING && code == 200) {
+                s->watch_open_ms = clock_mono_ms();
+                atomic_store(&s->ar->ctr.up_watch_open, 1);
+            }
+        }
+    }
+    return n;
+}
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct rsync *s = ud;
+    size_t n = size * nmemb;
+
+    if (s->http_code == 0) {
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->http_code);
+    }
+    if (s->http_code != 200) {
+        /* Keep the head of an error body for the log; drop the rest. */
+        size_t room = REFLECTOR_ERR_BODY_MAX - s->body.len;
+
+        rbuf_append(&s->body, p, n < room ? n : room);
+        return n;
+    }
+    if (s->state == RSYNC_LISTING) {
+        if (n > s->r->o.max_list_bytes - s->body.len) {
+            RSYNC_WARN(s, "max_list_bytes=%zu msg=\"list page too large, backing off\"",
+                       s->r->o.max_list_bytes);
+            s->verdict = VERDICT_BACKOFF;
+            return 0;
+        }
+        rbuf_append(&s->body, p, n);
+        return n;
+    }
+    return watch_feed(s, p, n) == 0 ? n : 0;
+}
+
+/* ---- starting a request -------------------------------------------------------------------- */
+
+static int rsync_start(struct rsync *s, int64_t now)
+{
+    struct reflector *r = s->r;
+    char query[REFLECTOR_RV_MAX + 128];
+    char *pq = NULL;
+    char *esc = NULL;
+    size_t pq_len;
+    struct curl_slist *h;
+    int rc = -ENOMEM;
+
+    if (s->next_is_watch) {
+        int64_t t =
+            r->o.watch_timeout_min_s + (int64_t)(rng_next(r) % (uint64_t)r->o.watch_timeout_min_s);
+
+        snprintf(query, sizeof(query),
+                 "allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%lld&watch=true",
+                 s->rv_str, (long long)t);
+        s->watch_start_ms = now;
+        s->watch_open_ms = 0;
+        s->watch_deadline_ms = now + t * 1000 + REFLECTOR_WATCH_GRACE_MS;
+        s->watch_events = 0;
+        rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+    } else {
+        if (s->cont != NULL) {
+            esc = curl_easy_escape(s->easy, s->cont, 0);
+            if (esc == NULL) {
+                goto out;
+            }
+        }
+        snprintf(query, sizeof(query), "limit=%lld", (long long)r->o.page_size);
+    }
+    /* Keys sorted as Go's url.Values.Encode writes them: continue, limit. */
+    pq_len = strlen(s->path) + strlen(query) + (esc != NULL ? strlen(esc) + 16 : 0) + 2;
+    pq = xmalloc(pq_len);
+    snprintf(pq, pq_len, "%s?%s%s%s%s", s->path, esc != NULL ? "continue=" : "",
+             esc != NULL ? esc : "", esc != NULL ? "&" : "", query);
+
+    curl_easy_reset(s->easy);
+    s->hdrs = NULL;
+    rc = upstream_setup(r->up, s->easy, pq, &s->hdrs);
+    if (rc != 0) {
+        goto out;
+    }
+    h = curl_slist_append(s->hdrs, "Accept: application/json");
+    if (h == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    s->hdrs = h;
+    curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->hdrs);
+    curl_easy_setopt(s->easy, CURLOPT_USERAGENT, "kwp-reflector");
+    curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+    if (!s->next_is_watch) {
+        /* Never on watches: an idle healthy watch is silent between bookmarks; its end is
+         * bounded by timeoutSeconds plus REFLECTOR_WATCH_GRACE_MS instead. */
+        curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_TIME, REFLECTOR_LIST_STALL_S);
+    }
+    s->http_code = 0;
+    s->verdict = VERDICT_NONE;
+    rbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
+    if (curl_multi_add_handle(r->multi, s->easy) != CURLM_OK) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    s->state = s->next_is_watch ? RSYNC_WATCHING : RSYNC_LISTING;
+    atomic_fetch_add(s->next_is_watch ? &s->ar->ctr.up_watches : &s->ar->ctr.up_lists, 1);
+    rc = 0;
+out:
+    if (rc != 0) {
+        curl_slist_free_all(s->hdrs);
+        s->hdrs = NULL;
+    }
+    curl_free(esc);
+    free(pq);
+    return rc;
+}
+
+/* ---- ending a request ---------------------------------------------------------------------- */
+
+/* Parses one LIST page body into s->items; the first page sets the list RV. */
+static int list_page(struct rsync *s, const char **why)
+{
+    const char *body = s->body.data;
+    size_t len = s->body.len;
+    size_t md_off, md_len, it_off, it_len, pos = 0, e_off, e_len;
+    char *rv = NULL;
+    int rc;
+
+    *why = "malformed list body";
+    if (len == 0 || kube_json_member(body, len, "metadata", &md_off, &md_len) != 0 ||
+        body[md_off] != '{' || kube_json_member(body, len, "items", &it_off, &it_len) != 0) {
+        return -EPROTO;
+    }
+    if (s->pages == 0) {
+        *why = "list without a valid resourceVersion";
+        if (json_str_member(body + md_off, md_len, "resourceVersion", REFLECTOR_RV_MAX - 1, &rv) !=
+                0 ||
+            rv_parse(rv, &s->list_rv) != 0 || s->list_rv == 0) {
+            free(rv);
+            return -EPROTO;
+        }
+        snprintf(s->list_rv_str, sizeof(s->list_rv_str), "%s", rv);
+        free(rv);
+    }
+    free(s->cont);
+    s->cont = NULL;
+    *why = "malformed continue token";
+    rc = json_str_member(body + md_off, md_len, "continue", 1 << 20, &s->cont);
+    if (rc == -EPROTO) {
+        return rc;
+    }
+    if (s->cont != NULL && s->cont[0] == '\0') {
+        free(s->cont);
+        s->cont = NULL;
+    }
+    if (it_len == 4 && memcmp(body + it_off, "null", 4) == 0) {
+        it_len = 0;
+    }
+    *why = "list item is not an object with metadata.name";
+    rc = 0;
+    while (it_len > 0) {
+        struct blob *b;
+
+        rc = kube_json_array_next(body + it_off, it_len, &pos, &e_off, &e_len);
+        if (rc != 1) {
+            break;
+        }
+        b = kube_json_blob(body + it_off + e_off, e_len, s->ar->kind.fields);
+        if (b == NULL) {
+            return -EPROTO;
+        }
+        if (s->n_items == s->cap_items) {
+            s->cap_items = s->cap_items ? s->cap_items * 2 : 64;
+            s->items = xrealloc(s->items, s->cap_items * sizeof(*s->items));
+        }
+        s->items[s->n_items++] = b;
+    }
+    if (rc != 0) {
+        *why = "malformed list items";
+        return -EPROTO;
+    }
+    s->pages++;
+    return 0;
+}
+
+/* Why a transfer failed, quoted for a log line: curl's error, else the Status message. */
+static void transfer_error(const struct rsync *s, CURLcode cc, char *msg, size_t cap)
+{
+    const char *e = curl_easy_strerror(cc);
+
+    if (cc != CURLE_OK) {
+        kube_json_quote(e, strlen(e), msg, cap);
+    } else {
+        status_message(s->body.data, s->body.len, msg, cap);
+    }
+}
+
+static void list_done(struct rsync *s, CURLcode cc, int64_t now)
+{
+    char msg[512];
+    const char *why = NULL;
+    size_t n;
+
+    if (s->verdict == VERDICT_BACKOFF) {
+        rsync_retry(s, false, now, NULL, 0, NULL);
+        return;
+    }
+    if (cc != CURLE_OK || s->http_code != 200) {
+        transfer_error(s, cc, msg, sizeof(msg));
+        rsync_retry(s, false, now, "list", (int)s->http_code, msg);
+        return;
+    }
+    if (list_page(s, &why) != 0) {
+        snprintf(msg, sizeof(msg), "\"%s\"", why);
+        rsync_retry(s, false, now, "list", 200, msg);
+        return;
+    }
+    if (s->cont != NULL) {
+        rsync_schedule(s, false, now);
+        return;
+    }
+    n = s->n_items;
+    atomic_fetch_add(&s->ar->ctr.relists, 1);
+    resource_replace(s->ar->res, s->items, n, s->list_rv, now);
+    /* After the replace: /readyz must not report a cache that is not ready yet. */
+    if (!s->synced) {
+        s->synced = true;
+        atomic_fetch_add(&s->r->n_synced, 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        blob_unref(s->items[i]);
+    }
+    s->n_items = 0;
+    s->rv = s->list_rv;
+    memcpy(s->rv_str, s->list_rv_str, sizeof(s->rv_str));
+    log_info("reflector", "resource=%s rv=%s objects=%zu pages=%u msg=\"%s\"", rsync_name(s),
+             s->rv_str, n, s->pages, atomic_load(&s->ar->ctr.relists) > 1 ? "relisted" : "synced");
+    s->pages = 0;
+    rsync_schedule(s, true, now);
+}
+
+static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
+{
+    char msg[512];
+
+    atomic_store(&s->ar->ctr.up_watch_open, 0);
+    rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+    if (s->verdict == VERDICT_RELIST) {
+        rsync_relist(s, now);
+        return;
+    }
+    if (s->verdict == VERDICT_BACKOFF) {
+        rsync_retry(s, true, now, NULL, 0, NULL);
+        return;
+    }
+    if (s->http_code == 410) {
+        status_message(s->body.data, s->body.len, msg, sizeof(msg));
+        log_warn("reflector", "resource=%s rv=%s code=410 err=%s msg=\"watch expired, relisting\"",
+                 rsync_name(s), s->rv_str, msg);
+        rsync_relist(s, now);
+        return;
+    }
+    if (cc != CURLE_OK || s->http_code != 200) {
+        transfer_error(s, cc, msg, sizeof(msg));
+        rsync_retry(s, true, now, "watch", (int)s->http_code, msg);
+        return;
+    }
+    if (s->watch_events == 0 && now - s->watch_start_ms < REFLECTOR_SHORT_WATCH_MS) {
+        /* client-go's VeryShortWatchError: re-watching at once would spin. */
+        rsync_retry(s, true, now, "watch", 200, "\"closed at once with no event\"");
+        return;
+    }
+    log_debug("reflector", "resource=%s rv=%s events=%llu msg=\"watch closed, re-watching\"",
+              rsync_name(s), s->rv_str, (unsigned long long)s->watch_events);
+    rsync_schedule(s, true, now);
+}
+
+/* Ends the transfer of <s> (finished, or abandoned with <cc>) and picks the next step. */
+static void rsync_done(struct rsync *s, CURLcode cc, int64_t now)
+{
+    curl_multi_remove_handle(s->r->multi, s->easy);
+    curl_slist_free_all(s->hdrs);
+    s->hdrs = NULL;
+    if (s->state == RSYNC_LISTING) {
+        list_done(s, cc, now);
+    } else {
+        watch_done(s, cc, now);
+    }
+    rbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
+}
+
+/* ---- the thread ---------------------------------------------------------------------------- */
+
+static void rsync_free(struct rsync *s)
+{
+    if (s->state != RSYNC_IDLE) {
+        curl_multi_remove_handle(s->r->multi, s->easy);
+        atomic_store(&s->ar->ctr.up_watch_open, 0);
+    }
+    curl_easy_cleanup(s->easy);
+    curl_slist_free_all(s->hdrs);
+    items_drop(s);
+    free(s->items);
+    free(s->body.data);
+    free(s->line.data);
+    free(s->path);
+    free(s);
+}
+
+/* Starts due steps, applies per-watch timers; returns the ms until the next due step. */
+static int64_t reflector_timers(struct reflector *r, int64_t now)
+{
+    int64_t wait = REFLECTOR_POLL_MS;
+
+    for (struct rsync *s = r->syncs; s != NULL; s = s->next) {
+        if (s->state == RSYNC_IDLE && s->due_ms <= now && rsync_start(s, now) != 0) {
+            rsync_retry(s, s->next_is_watch, now, "request setup", 0, "\"out of memory\"");
+        }
+        if (s->state == RSYNC_WATCHING) {
+            if (s->watch_open_ms != 0 && now - s->watch_open_ms >= r->o.backoff_reset_ms) {
+                s->fails = 0;
+            }
+            if (now >= s->watch_deadline_ms) {
+                rsync_done(s, CURLE_OPERATION_TIMEDOUT, now);
+            }
+        }
+        if (s->state == RSYNC_IDLE && s->due_ms - now < wait) {
+            wait = s->due_ms > now ? s->due_ms - now : 0;
+        }
+    }
+    return wait;
+}
+
+static void *reflector_main(void *arg)
+{
+    struct reflector *r = arg;
+    struct rsync *added;
+    struct CURLMsg *m;
+    int64_t wait;
+    int running, left;
+
+    while (!atomic_load(&r->stop)) {
+        pthread_mutex_lock(&r->qlock);
+        added = r->queue;
+        r->queue = NULL;
+        pthread_mutex_unlock(&r->qlock);
+        while (added != NULL) {
+            struct rsync *s = added;
+
+            added = s->next;
+            s->next = r->syncs;
+            r->syncs = s;
+        }
+        wait = reflector_timers(r, clock_mono_ms());
+        curl_multi_perform(r->multi, &running);
+        for (;;) {
+            char *priv = NULL;
+
+            m = curl_multi_info_read(r->multi, &left);
+            if (m == NULL) {
+                break;
+            }
+            if (m->msg != CURLMSG_DONE) {
+                continue;
+            }
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+            BUG_ON(priv == NULL);
+            rsync_done((struct rsync *)priv, m->data.result, clock_mono_ms());
+            wait = 0; /* a next step may be due now */
+        }
+        curl_multi_poll(r->multi, NULL, 0, (int)wait, NULL);
+    }
+    while (r->syncs != NULL) {
+        struct rsync *s = r->syncs;
+
+        r->syncs = s->next;
+        rsync_free(s);
+    }
+    return NULL;
+}
+
+/* ---- API ----------------------------------------------------------------------------------- */
+
+struct reflector *reflector_new(struct upstream *up, const struct reflector_opts *o, char *err,
+                                size_t err_len)
+{
+    struct reflector_opts d = {0};
+    struct reflector *r;
+    int prc;
+
+    if (o != NULL) {
+        d = *o;
+    }
+    if (d.page_size < 0 || d.watch_timeout_min_s < 0 || d.backoff_min_ms < 0 ||
+        d.backoff_max_ms < 0 || d.backoff_reset_ms < 0) {
+        snprintf(err, err_len, "reflector options must not be negative");
+        return NULL;
+    }
+    d.page_size = d.page_size ? d.page_size : REFLECTOR_PAGE_SIZE_DEFAULT;
+    d.max_line_bytes = d.max_line_bytes ? d.max_line_bytes : REFLECTOR_MAX_LINE_DEFAULT;
+    d.max_list_bytes = d.max_list_bytes ? d.max_list_bytes : REFLECTOR_MAX_LIST_DEFAULT;
+    d.watch_timeout_min_s =
+        d.watch_timeout_min_s ? d.watch_timeout_min_s : REFLECTOR_WATCH_TIMEOUT_MIN_S_DEFAULT;
+    d.backoff_min_ms = d.backoff_min_ms ? d.backoff_min_ms : REFLECTOR_BACKOFF_MIN_MS_DEFAULT;
+    d.backoff_max_ms = d.backoff_max_ms ? d.backoff_max_ms : REFLECTOR_BACKOFF_MAX_MS_DEFAULT;
+    d.backoff_reset_ms =
+        d.backoff_reset_ms ? d.backoff_reset_ms : REFLECTOR_BACKOFF_RESET_MS_DEFAULT;
+    if (d.backoff_min_ms > d.backoff_max_ms) {
+        snprintf(err, err_len, "reflector backoff_min_ms %lld exceeds backoff_max_ms %lld",
+                 (long long)d.backoff_min_ms, (long long)d.backoff_max_ms);
+        return NULL;
+    }
+    r = xcalloc(1, sizeof(*r));
+    r->up = up;
+    r->o = d;
+    r->rng = (uint64_t)clock_wall_ms() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9e3779b97f4a7c15ULL;
+    pthread_mutex_init(&r->qlock, NULL);
+    r->multi = curl_multi_init();
+    if (r->multi == NULL) {
+        snprintf(err, err_len, "curl_multi_init failed");
+        goto err_free;
+    }
+    prc = pthread_create(&r->thread, NULL, reflector_main, r);
+    if (prc != 0) {
+        snprintf(err, err_len, "cannot start the reflector thread: %s", strerror(prc));
+        goto err_multi;
+    }
+    return r;
+
+err_multi:
+    curl_multi_cleanup(r->multi);
+err_free:
+    pthread_mutex_destroy(&r->qlock);
+    free(r);
+    return NULL;
+}
+
+void reflector_add(struct reflector *r, struct apires *ar)
+{
+    struct rsync *s = xcalloc(1, sizeof(*s));
+    const struct apires_kind *k = &ar->kind;
+    size_t len = strlen(k->group) + strlen(k->version) + strlen(k->plural) + 16;
+
+    s->r = r;
+    s->ar = ar;
+    s->path = xmalloc(len);
+    if (k->group[0] != '\0') {
+        snprintf(s->path, len, "/apis/%s/%s/%s", k->group, k->version, k->plural);
+    } else {
+        snprintf(s->path, len, "/api/%s/%s", k->version, k->plural);
+    }
+    s->easy = curl_easy_init();
+    BUG_ON(s->easy == NULL); /* only fails on OOM, which we treat as fatal */
+    snprintf(s->rv_str, sizeof(s->rv_str), "0");
+    rsync_schedule(s, false, 0);
+    atomic_fetch_add(&r->n_added, 1);
+    pthread_mutex_lock(&r->qlock);
+    s->next = r->queue;
+    r->queue = s;
+    pthread_mutex_unlock(&r->qlock);
+    curl_multi_wakeup(r->multi);
+}
+
+bool reflector_all_synced(struct reflector *r)
+{
+    return atomic_load(&r->n_synced) == atomic_load(&r->n_added);
+}
+
+void reflector_free(struct reflector *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    atomic_store(&r->stop, true);
+    curl_multi_wakeup(r->multi);
+    pthread_join(r->thread, NULL);
+    /* Added after the thread's last look at the queue: never started. */
+    while (r->queue != NULL) {
+        struct rsync *s = r->queue;
+
+        r->queue = s->next;
+        rsync_free(s);
+    }
+    curl_multi_cleanup(r->multi);
+    pthread_mutex_destroy(&r->qlock);
+    free(r);
+}
