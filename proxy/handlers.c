@@ -968,6 +968,22 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
+struct fields_hook {
+    const struct apires *ar;
+    bool forward_unknown; /* the proxy: upstream gives the exact answer for labels we lack */
+};
+
+/* Step 4 of the apiserver's order (field label conversion), between validation and storage. */
+static int check_fields_hook(void *ctx, const struct selector *fields, struct kstatus *st)
+{
+    const struct fields_hook *fh = ctx;
+
+    if (handlers_check_fields(fh->ar, fields, st) == 0) {
+        return 0;
+    }
+    return fh->forward_unknown ? -EXDEV : -EINVAL;
+}
+
 void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_path *p,
                     const struct handlers_opts *opts)
 {
@@ -978,8 +994,16 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     size_t nq;
     char err[512];
 
+    struct fields_hook fh = {ar, !opts->authoritative && opts->forward};
+    int prc;
+
     q = http_req_query(req, &nq);
-    if (k8s_list_opts_parse(q, nq, p->legacy_watch, &lo, &st) != 0) {
+    prc = k8s_list_opts_parse_ex(q, nq, p->legacy_watch, check_fields_hook, &fh, &lo, &st);
+    if (prc == -EXDEV) {
+        opts->forward(opts->app, req);
+        return;
+    }
+    if (prc != 0) {
         bool get_named = p->name[0] && !lo.watch;
         /* A GET by name only reads resourceVersion: other list options do not apply. */
         if (!get_named || st.code == 500) {
@@ -1018,14 +1042,6 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             if (!h->fsel) {
                 kstatus_set(&st, 400, "BadRequest", "%s", err);
                 http_reply_status(req, &st);
-                return;
-            }
-            if (handlers_check_fields(ar, h->fsel, &st) != 0) {
-                if (!opts->authoritative && opts->forward) {
-                    opts->forward(opts->app, req); /* upstream gives the exact answer */
-                } else {
-                    http_reply_status(req, &st);
-                }
                 return;
             }
         }
