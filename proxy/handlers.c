@@ -1046,6 +1046,11 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             }
         }
     }
+    if (!opts->authoritative && opts->forward && !lo.watch &&
+        (!lo.has_rv || lo.rv_str[0] == '\0')) {
+        opts->forward(opts->app, req); /* consistent reads go upstream, ready or not */
+        return;
+    }
     if (!resource_is_ready(ar->res, NULL) && !lo.watch) {
         /* SEMANTICS 3.5: a LIST with a limit and no selector, and GETs, go upstream */
         bool fwd = opts->forward &&

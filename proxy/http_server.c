@@ -38,6 +38,8 @@ struct http_server {
     size_t max_body;
     char url[128];
     atomic_uint active;
+    char *tls_cert; /* PEM, kept for the daemon's lifetime */
+    char *tls_key;
 };
 
 struct http_req {
@@ -318,6 +320,29 @@ static int parse_listen(const char *listen, struct sockaddr_in *sa, char *err, s
     return 0;
 }
 
+/* Reads a whole PEM file (capped at 1 MiB). Returns a heap string or NULL. */
+static char *read_pem(const char *path, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "r");
+    char *buf;
+    size_t n;
+
+    if (!f) {
+        snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    buf = xmalloc(1024 * 1024 + 1);
+    n = fread(buf, 1, 1024 * 1024, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (n == 0 || n == 1024 * 1024) {
+        snprintf(err, err_len, "%s: empty or larger than 1 MiB", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 /* Watchers are connections: raise the open-file limit to the hard limit. */
 static void raise_nofile(unsigned want)
 {
@@ -356,26 +381,58 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
         max_conn = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
         log_info("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
     }
+    if ((opts->tls_cert_file != NULL) != (opts->tls_key_file != NULL)) {
+        snprintf(err, err_len, "https needs both a certificate and a key file");
+        return NULL;
+    }
     srv = xcalloc(1, sizeof(*srv));
     srv->handle = handle;
     srv->app = app;
     srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
-    srv->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned int)4096, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_THREAD_POOL_SIZE,
-        threads > 1 ? threads : 0, MHD_OPTION_END);
+    if (opts->tls_cert_file) {
+        srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
+        srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
+        if (!srv->tls_key) {
+            free(srv->tls_cert);
+            free(srv);
+            return NULL;
+        }
+        flags |= MHD_USE_TLS;
+    }
+    {
+        struct MHD_OptionItem ops[16];
+        size_t n = 0;
+#define OPT(o, v, p) ops[n++] = (struct MHD_OptionItem){o, (intptr_t)(v), p}
+        OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, NULL);
+        OPT(MHD_OPTION_SOCK_ADDR, 0, &sa);
+        OPT(MHD_OPTION_CONNECTION_LIMIT, max_conn, NULL);
+        OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, NULL);
+        OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
+        OPT(MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL);
+        OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv);
+        if (threads > 1) {
+            OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
+        }
+        if (srv->tls_cert) {
+            OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
+            OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
+        }
+        OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+        srv->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_ARRAY, ops,
+                                  MHD_OPTION_END);
+    }
     if (!srv->d) {
         snprintf(err, err_len, "cannot listen on %s: %s", opts->listen,
                  errno ? strerror(errno) : "MHD_start_daemon failed");
+        free(srv->tls_cert);
+        free(srv->tls_key);
         free(srv);
         return NULL;
     }
     info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-    snprintf(srv->url, sizeof(srv->url), "http://%s:%u",
+    snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->tls_cert ? "https" : "http",
              sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
              info ? (unsigned)info->port : (unsigned)ntohs(sa.sin_port));
     return srv;
@@ -400,6 +457,8 @@ void http_server_stop(struct http_server *srv)
         return;
     }
     MHD_stop_daemon(srv->d);
+    free(srv->tls_cert);
+    free(srv->tls_key);
     free(srv);
 }
 

@@ -45,6 +45,8 @@ struct http_server_opts {
     unsigned max_connections;  /* MHD_OPTION_CONNECTION_LIMIT */
     size_t conn_memory;        /* per-connection pool bytes (headers + write buffer) */
     size_t max_body;           /* request bodies above this get 413 */
+    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file) */
+    const char *tls_key_file;  /* PEM private key */
 };
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 60000

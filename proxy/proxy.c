@@ -70,6 +70,8 @@ struct proxy_opts {
     int64_t page_size;
     int64_t max_line;
     bool cache_events;
+    const char *tls_cert_file;
+    const char *tls_key_file;
 };
 
 /* What upstream discovery says about one resource. */
@@ -854,6 +856,8 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     hso.max_connections = (unsigned)o->max_connections;
     hso.conn_memory = (size_t)o->conn_memory;
     hso.max_body = (size_t)o->max_body;
+    hso.tls_cert_file = o->tls_cert_file;
+    hso.tls_key_file = o->tls_key_file;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
     if (!p->srv) {
         goto fail;
@@ -1006,7 +1010,9 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"max-body", CFG_SIZE, &(o).max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"}, \
     {"page-size", CFG_INT, &(o).page_size, 1, 100000, "upstream LIST page size (default 500)"}, \
     {"max-line", CFG_SIZE, &(o).max_line, 1024, INT64_MAX, "longest upstream watch line accepted; longer is a protocol error and a relist (default 16Mi)"}, \
-    {"cache-events", CFG_BOOL, &(o).cache_events, 0, 0, "cache events too (kube-apiserver serves them from etcd; default false: passed through)"}
+    {"cache-events", CFG_BOOL, &(o).cache_events, 0, 0, "cache events too (kube-apiserver serves them from etcd; default false: passed through)"}, \
+    {"tls-cert-file", CFG_STR, &(o).tls_cert_file, 0, 0, "serve https downstream with this PEM certificate (with --tls-key-file)"}, \
+    {"tls-key-file", CFG_STR, &(o).tls_key_file, 0, 0, "PEM private key for --tls-cert-file"}
 
 int proxy_main(int argc, char **argv)
 {

@@ -926,6 +926,14 @@ static void sim_handle(void *app, struct http_req *req)
     struct apires *ar;
     int rc;
 
+    if (s->o.token && s->o.token[0] && strcmp(path, "/healthz") != 0 &&
+        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0) {
+        const char *auth = http_req_header(req, "Authorization");
+        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, s->o.token) != 0) {
+            reply_status(req, 401, "Unauthorized", "Unauthorized");
+            return;
+        }
+    }
     if (strncmp(path, "/_sim/", 6) == 0) {
         serve_sim(s, req, path);
         return;
@@ -1221,6 +1229,8 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     hso.listen = o->listen;
     hso.threads = (unsigned)o->threads;
     hso.max_body = (size_t)o->max_body;
+    hso.tls_cert_file = o->tls_cert_file;
+    hso.tls_key_file = o->tls_key_file;
     s->srv = http_server_start(&hso, sim_handle, s, err, err_len);
     if (!s->srv) {
         sim_stop(s);
@@ -1297,6 +1307,9 @@ int sim_main(int argc, char **argv)
         {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
         {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
+        {"token", CFG_STR, &o.token, 0, 0, "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
+        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0, "serve https with this PEM certificate (with --tls-key-file)"},
+        {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
     };
 
     rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",

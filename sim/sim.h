@@ -32,6 +32,9 @@ struct sim_opts {
     int64_t threads;               /* HTTP worker threads */
     int64_t max_body;              /* request body cap */
     bool stamp;                    /* write a kwp.io/stamp-ns annotation on every change */
+    const char *token;             /* require "Authorization: Bearer <token>" (401 otherwise) */
+    const char *tls_cert_file;     /* serve https with this PEM certificate and key */
+    const char *tls_key_file;
     struct config_list resources;  /* extra group/version/plural[:namespaced|:cluster] */
 };
 
