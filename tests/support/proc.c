@@ -50,6 +50,8 @@ static struct proc *registry;    /* live children of this process, under registr
 static pid_t registry_owner;     /* getpid() of the process that owns the registry */
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 
+static void proc_free(struct proc *p, bool keep);
+
 static uint64_t now_ms(void)
 {
     struct timespec ts;
@@ -129,18 +131,24 @@ static void registry_atexit(void)
         return;
     }
     pthread_mutex_lock(&registry_lock);
-    for (p = registry; p; p = p->next) {
+    p = registry;
+    registry = NULL;
+    pthread_mutex_unlock(&registry_lock);
+    while (p) {
+        struct proc *next = p->next;
+
         if (p->pid > 0) {
             fprintf(stderr, "proc: pid %d still running at exit (test failed?); killing it\n",
                     (int)p->pid);
             kill(p->pid, SIGKILL);
             waitpid(p->pid, NULL, 0);
+            p->pid = 0;
             proc_dump_log(p, 8192);
             fprintf(stderr, "proc: logs kept in %s\n", p->dir);
         }
+        proc_free(p, true); /* the drain thread sees EOF now that the child is gone */
+        p = next;
     }
-    registry = NULL;
-    pthread_mutex_unlock(&registry_lock);
 }
 
 static void registry_init(void)
