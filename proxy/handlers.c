@@ -454,16 +454,22 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
         } else {
             snprintf(full, sizeof(full), "%s", start);
         }
-        if (!o->authoritative) {
-            o->forward(o->app, h->req);
-            return;
-        }
-        if (trv < 0) { /* "continue at the latest revision" */
+        if (trv < 0) { /* "continue at the latest revision": a consistent read */
+            if (!o->authoritative) {
+                o->forward(o->app, h->req);
+                return;
+            }
             s = resource_snapshot(res, &rv);
             reply_list(h, s, rv, full, lo->limit, (int64_t)rv);
             return;
         }
         rc = resource_snapshot_at(res, (uint64_t)trv, &s);
+        if (rc != 0 && !o->authoritative) {
+            /* outside the window (or ahead of the cache): upstream answers, possibly with
+             * its 410 and a fresh "rv":-1 token */
+            o->forward(o->app, h->req);
+            return;
+        }
         if (rc == -ESTALE) {
             char tok[1024];
             kube_json_continue_encode(-1, start, tok, sizeof(tok));
@@ -484,10 +490,6 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                  (!rv_unset && !rv_zero && lo->limit > 0 && lo->rvm == RVM_UNSET);
 
     if (rv_unset && !o->authoritative) {
-        o->forward(o->app, h->req);
-        return;
-    }
-    if (exact && !o->authoritative) {
         o->forward(o->app, h->req);
         return;
     }
@@ -514,6 +516,10 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
     }
     if (exact) {
         rc = resource_snapshot_at(res, lo->rv, &s);
+        if (rc != 0 && !o->authoritative) {
+            o->forward(o->app, h->req); /* not in the window: upstream's answer */
+            return;
+        }
         if (rc == -ESTALE) {
             reply_expired(h, "The resourceVersion for the provided list is too old.", NULL);
             return;
@@ -1047,7 +1053,7 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         }
     }
     if (!opts->authoritative && opts->forward && !lo.watch &&
-        (!lo.has_rv || lo.rv_str[0] == '\0')) {
+        (!lo.has_rv || lo.rv_str[0] == '\0') && !(lo.continue_tok && lo.continue_tok[0])) {
         opts->forward(opts->app, req); /* consistent reads go upstream, ready or not */
         return;
     }
