@@ -534,6 +534,8 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
     }
 }
 
+static bool ready(struct proxy *p, char *why, size_t why_len);
+
 static void serve_metrics(struct proxy *p, struct http_req *req)
 {
     struct apires *rs[PROXY_MAX_RESOURCES];
@@ -609,8 +611,34 @@ static void serve_metrics(struct proxy *p, struct http_req *req)
         sb_printf(&b, "kwp_object_bytes{resource=\"%s\"} %zu\n", resource_name(rs[i]->res),
                   st.object_bytes);
     }
-    sb_printf(&b, "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
-                  "# TYPE kwp_ready gauge\n");
+    {
+        struct passthrough_stats ps;
+        char why[256];
+        passthrough_stats(p->pt, &ps);
+        sb_printf(&b,
+                  "# HELP kwp_passthrough_requests_total Requests forwarded upstream.\n"
+                  "# TYPE kwp_passthrough_requests_total counter\n"
+                  "kwp_passthrough_requests_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_active Forwarded requests in flight.\n"
+                  "# TYPE kwp_passthrough_active gauge\n"
+                  "kwp_passthrough_active %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_bytes_total Response bytes streamed from upstream.\n"
+                  "# TYPE kwp_passthrough_bytes_total counter\n"
+                  "kwp_passthrough_bytes_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_upstream_errors_total Forwarded requests that failed "
+                  "before a response (answered 503).\n"
+                  "# TYPE kwp_passthrough_upstream_errors_total counter\n"
+                  "kwp_passthrough_upstream_errors_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_stream_errors_total Forwarded responses cut after the "
+                  "headers.\n"
+                  "# TYPE kwp_passthrough_stream_errors_total counter\n"
+                  "kwp_passthrough_stream_errors_total %" PRIu64 "\n",
+                  ps.requests, ps.active, ps.bytes_upstream, ps.upstream_errors,
+                  ps.stream_errors);
+        sb_printf(&b, "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
+                      "# TYPE kwp_ready gauge\nkwp_ready %d\n",
+                  ready(p, why, sizeof(why)) ? 1 : 0);
+    }
     http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.d, b.len);
     free(b.d);
 }
@@ -802,7 +830,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     struct proxy *p = xcalloc(1, sizeof(*p));
     struct upstream_opts uo = {0};
     struct reflector_opts ro = {0};
-    struct passthrough_opts po = {0};
+    struct passthrough_opts po = {.stall_timeout_s = (unsigned)((o->watch_stall_ms + 999) / 1000)};
     struct http_server_opts hso = {0};
 
     p->o = *o;
