@@ -25,6 +25,9 @@
 #include "tests/support/http.h"
 #include "tests/support/proc.h"
 
+/* One timeout for every Test: Criterion 2.4.1's runner leaks (LeakSanitizer) when the tests
+ * of one binary have different .timeout values. */
+#define SIM_TEST_TIMEOUT_S 90
 #define REQ_TIMEOUT_MS 15000L
 #define LINE_TIMEOUT_MS 5000L
 #define URL_MAX 2048
@@ -577,7 +580,7 @@ static void expect_count(struct watch *w, size_t n)
 /* lifecycle and discovery                                                                */
 /* ====================================================================================== */
 
-Test(sim, starts_on_port_0_and_exits_0_on_sigterm, .timeout = 20)
+Test(sim, starts_on_port_0_and_exits_0_on_sigterm, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -612,7 +615,7 @@ static bool array_has_name(const cJSON *arr, const char *key, const char *val)
     return false;
 }
 
-Test(sim, discovery_documents, .timeout = 20)
+Test(sim, discovery_documents, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -675,7 +678,7 @@ Test(sim, discovery_documents, .timeout = 20)
 /* writes                                                                                 */
 /* ====================================================================================== */
 
-Test(sim, create_get_update_patch_delete_configmap, .timeout = 30)
+Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const conflict =
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -803,7 +806,7 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = 30)
     sim_stop(&s);
 }
 
-Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = 20)
+Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -847,7 +850,7 @@ Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = 20)
 }
 
 /* SEMANTICS 4: non-core groups name the group in the message and in details. */
-Test(sim, not_found_in_a_named_group, .timeout = 20)
+Test(sim, not_found_in_a_named_group, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -864,7 +867,7 @@ Test(sim, not_found_in_a_named_group, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, custom_resource_from_flag, .timeout = 20)
+Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--resource", "example.com/v1/widgets:namespaced",
                                   "--resource", "example.com/v1/gizmos:cluster", NULL };
@@ -926,7 +929,7 @@ Test(sim, custom_resource_from_flag, .timeout = 20)
 /* LIST                                                                                   */
 /* ====================================================================================== */
 
-Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = 30)
+Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const abc[] = { "a", "b", "c", NULL };
     struct sim s;
@@ -1026,7 +1029,7 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = 30)
 }
 
 /* Vector 4 / 44: a future RV waits 3 s, then 504 with Retry-After: 1 and the exact body. */
-Test(sim, list_and_get_future_rv_504_after_3s, .timeout = 40)
+Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -1075,7 +1078,7 @@ Test(sim, list_and_get_future_rv_504_after_3s, .timeout = 40)
 }
 
 /* The freshness wait ends as soon as the RV is reached (no 504, no full 3 s). */
-Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = 30)
+Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *lw;
@@ -1115,7 +1118,7 @@ Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = 30)
     sim_stop(&s);
 }
 
-Test(sim, list_exact_and_legacy_exact_from_history, .timeout = 30)
+Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -1223,7 +1226,7 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = 30)
 #define PAGE_OBJECTS 1000
 #define PAGE_LIMIT 37
 
-Test(sim, limit_continue_over_1000_objects, .timeout = 120)
+Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -1312,7 +1315,7 @@ Test(sim, limit_continue_over_1000_objects, .timeout = 120)
 }
 
 /* Vectors 8 and 11: Exact list and continue token below the compaction -> 410 Expired. */
-Test(sim, exact_and_continue_below_compaction_410, .timeout = 30)
+Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const long_msg =
         "The provided continue parameter is too old to display a consistent list result. You "
@@ -1420,7 +1423,7 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = 30)
     sim_stop(&s);
 }
 
-Test(sim, field_selectors_on_pods, .timeout = 30)
+Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 {
 #define POD_FMT \
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},\"spec\":" \
@@ -1486,7 +1489,7 @@ Test(sim, field_selectors_on_pods, .timeout = 30)
 /* WATCH                                                                                  */
 /* ====================================================================================== */
 
-Test(sim, watch_replays_history_from_rv, .timeout = 40)
+Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w, *wl, *wnow;
@@ -1559,7 +1562,7 @@ Test(sim, watch_replays_history_from_rv, .timeout = 40)
 }
 
 /* Vector 24 after POST /_sim/compact; the boundary Y is checked from both sides. */
-Test(sim, watch_below_compaction_gets_410_error_event, .timeout = 40)
+Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const prefix =
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
@@ -1649,7 +1652,7 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = 40)
 }
 
 /* Vectors 27, 28 and the 1.34+ defaulting of rv unset. */
-Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout = 40)
+Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     static const char *const abc[] = { "a", "b", "c", NULL };
@@ -1695,7 +1698,7 @@ Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout 
 }
 
 /* Vector 29 and the same without allowWatchBookmarks (no end bookmark). */
-Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = 30)
+Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w, *wnb;
@@ -1737,7 +1740,7 @@ Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = 30)
 }
 
 /* Vector 31: a watch-list at a future RV: 200, then after 3 s one 504 ERROR event, end. */
-Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = 30)
+Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w;
@@ -1767,7 +1770,7 @@ Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = 30)
 }
 
 /* Vector 26: a plain watch from a future RV is silent until RVs pass it; no error. */
-Test(sim, watch_future_rv_waits_silently, .timeout = 30)
+Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w;
@@ -1797,7 +1800,7 @@ Test(sim, watch_future_rv_waits_silently, .timeout = 30)
 
 /* Bookmarks with --bookmark-interval 1s: only with allowWatchBookmarks, only on RV progress
  * (SEMANTICS 2.6; vector 36's "other namespace" write), never repeating an RV. */
-Test(sim, bookmarks_with_short_interval, .timeout = 40)
+Test(sim, bookmarks_with_short_interval, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--bookmark-interval", "1s", NULL };
     struct sim s;
@@ -1842,7 +1845,7 @@ Test(sim, bookmarks_with_short_interval, .timeout = 40)
 
 /* Vectors 36 and 37: timeoutSeconds ends the stream with no final event; a bookmark comes
  * about 2 s before the deadline when the RV moved, none when it did not. */
-Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = 40)
+Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w, *wq;
@@ -1891,7 +1894,7 @@ Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = 40)
 
 /* Vector 35: label selector transitions become ADDED/DELETED (SEMANTICS 2.10), live and
  * in a replay of the same window. */
-Test(sim, label_selector_transitions, .timeout = 40)
+Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct watch *w, *wr;
@@ -2014,7 +2017,7 @@ static void expect_status_shape(const struct http_resp *r, long code, const char
     cJSON_Delete(j);
 }
 
-Test(sim, list_bad_continue_token_400, .timeout = 20)
+Test(sim, list_bad_continue_token_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -2034,7 +2037,7 @@ Test(sim, list_bad_continue_token_400, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, list_continue_with_resource_version_400, .timeout = 20)
+Test(sim, list_continue_with_resource_version_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -2057,7 +2060,7 @@ Test(sim, list_continue_with_resource_version_400, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, list_invalid_list_options_422, .timeout = 20)
+Test(sim, list_invalid_list_options_422, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
 
@@ -2088,7 +2091,7 @@ Test(sim, list_invalid_list_options_422, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, watch_invalid_options_422, .timeout = 20)
+Test(sim, watch_invalid_options_422, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
 
@@ -2110,7 +2113,7 @@ Test(sim, watch_invalid_options_422, .timeout = 20)
 }
 
 /* Vectors 18 and 34: a bad RV is 400 on LIST, 500 without a reason on WATCH and GET. */
-Test(sim, invalid_resource_version, .timeout = 20)
+Test(sim, invalid_resource_version, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const watch500 =
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -2138,7 +2141,7 @@ Test(sim, invalid_resource_version, .timeout = 20)
 }
 
 /* Vector 19 and SEMANTICS 1.1 item 4: both converter flavours. */
-Test(sim, unknown_field_selector_400, .timeout = 20)
+Test(sim, unknown_field_selector_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
 
@@ -2152,7 +2155,7 @@ Test(sim, unknown_field_selector_400, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, malformed_query_values_400, .timeout = 20)
+Test(sim, malformed_query_values_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const paths[] = {
         /* not "a in ()": labels.Parse reads "()" as the value set {""}, which is valid */
@@ -2195,7 +2198,7 @@ Test(sim, malformed_query_values_400, .timeout = 20)
     sim_stop(&s);
 }
 
-Test(sim, bad_bodies_and_unknown_resources, .timeout = 30)
+Test(sim, bad_bodies_and_unknown_resources, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -2236,7 +2239,7 @@ Test(sim, bad_bodies_and_unknown_resources, .timeout = 30)
     sim_stop(&s);
 }
 
-Test(sim, oversized_url_header_and_body_rejected, .timeout = 60)
+Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -2297,7 +2300,7 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = 60)
 }
 
 /* SEMANTICS 1.7: bodies come from Go's json.Encoder.Encode, which ends them with "\n". */
-Test(sim, json_bodies_end_with_newline, .timeout = 20)
+Test(sim, json_bodies_end_with_newline, .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct sim s;
     struct http_resp r;
@@ -2322,7 +2325,7 @@ Test(sim, json_bodies_end_with_newline, .timeout = 20)
 /* /_sim/stats, churn, seeds                                                              */
 /* ====================================================================================== */
 
-Test(sim, stats_counters_move, .timeout = 30)
+Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--history-events", "1", NULL };
     struct sim s;
@@ -2418,7 +2421,7 @@ static void obj_key(const cJSON *o, char *out, size_t cap)
 
 /* Churn: a LIST at R0 plus the watch from R0 replays to exactly the Exact LIST at the last
  * event's RV; RVs strictly increase; event types agree with the state. */
-Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = 60)
+Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const argv_tail[] = { "--objects", "200", "--namespaces", "4", "--churn", "200",
                                       "--seed", "42", NULL };
@@ -2512,7 +2515,7 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = 60)
     sim_stop(&s);
 }
 
-Test(sim, seed_makes_initial_objects_reproducible, .timeout = 30)
+Test(sim, seed_makes_initial_objects_reproducible, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const argv_tail[] = { "--objects", "30", "--namespaces", "3", "--churn", "0",
                                       "--seed", "7", NULL };
