@@ -438,6 +438,23 @@ void resource_close_all(struct resource *res)
     wakeset_run(&ws);
 }
 
+void resource_end_watches(struct resource *res)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        w->closed = true;
+        if (w->suspended) {
+            w->suspended = false;
+            wakeset_add(&ws, w);
+        }
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
 /* ---- readers ------------------------------------------------------------------------------ */
 
 uint64_t resource_rv(struct resource *res)

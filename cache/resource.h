@@ -122,6 +122,10 @@ void resource_set_unready(struct resource *res, int64_t now_ms);
  * ended. */
 void resource_compact(struct resource *res, uint64_t rv);
 
+/* Ends every STREAM watcher now (their streams end cleanly, as when an apiserver restarts)
+ * while the resource keeps serving; new watches are accepted. */
+void resource_end_watches(struct resource *res);
+
 /* Ends every watcher (shutdown) and wakes them; later attaches are refused (see below). */
 void resource_close_all(struct resource *res);
 

@@ -912,6 +912,22 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
         reply_json(req, 200, body);
         return;
     }
+    if (strcmp(path, "/_sim/drop-watches") == 0 && strcmp(method, "POST") == 0) {
+        const char *only = http_req_arg(req, "resource");
+        size_t n = 0;
+        char body[64];
+        for (size_t i = 0; i < s->n_res; i++) {
+            char q[200];
+            qualified(s->res[i], q, sizeof(q));
+            if (!only || !only[0] || strcmp(only, q) == 0) {
+                resource_end_watches(s->res[i]->res);
+                n++;
+            }
+        }
+        snprintf(body, sizeof(body), "{\"resources\":%zu}\n", n);
+        reply_json(req, 200, body);
+        return;
+    }
     reply_not_found_path(req);
 }
 
