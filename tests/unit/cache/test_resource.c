@@ -345,7 +345,7 @@ Test(resource, watch_now_gives_initial_state_and_only_new_events)
 
 /* ---- the wake protocol -------------------------------------------------------------------- */
 
-Test(resource, wakes_only_suspended_watchers_once_and_unlocked, .timeout = 10)
+Test(resource, wakes_only_suspended_watchers_once_and_unlocked, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct watcher w;
@@ -372,7 +372,7 @@ Test(resource, wakes_only_suspended_watchers_once_and_unlocked, .timeout = 10)
     resource_free(res);
 }
 
-Test(resource, many_suspended_watchers_all_woken, .timeout = 10)
+Test(resource, many_suspended_watchers_all_woken, .timeout = 120)
 {
     enum { N = 100 };
     struct resource *res = new_ready(16, 10);
@@ -492,7 +492,7 @@ Test(resource, compaction_ends_watchers_behind_the_tail)
     resource_free(res);
 }
 
-Test(resource, relist_ends_stream_watchers, .timeout = 10)
+Test(resource, relist_ends_stream_watchers, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct resource_stats st;
@@ -531,7 +531,7 @@ Test(resource, relist_ends_stream_watchers, .timeout = 10)
 
 /* ---- RVWAIT, the tick, kill, close -------------------------------------------------------- */
 
-Test(resource, rvwait_woken_when_rv_reached, .timeout = 10)
+Test(resource, rvwait_woken_when_rv_reached, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct watcher w;
@@ -574,7 +574,7 @@ static bool dead_if_ctx(struct watcher *w, void *ctx)
     return w == ctx;
 }
 
-Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 10)
+Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct watcher due, later, dead, running, never, waiter;
@@ -622,7 +622,7 @@ Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 10)
     resource_free(res);
 }
 
-Test(resource, kill_ends_and_wakes, .timeout = 10)
+Test(resource, kill_ends_and_wakes, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct watcher s, r;
@@ -644,7 +644,7 @@ Test(resource, kill_ends_and_wakes, .timeout = 10)
     resource_free(res);
 }
 
-Test(resource, close_all_ends_everything_and_refuses_new, .timeout = 10)
+Test(resource, close_all_ends_everything_and_refuses_new, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     struct watcher s, w, late;
@@ -703,7 +703,7 @@ Test(resource, free_with_attached_watcher_aborts, .signal = SIGABRT)
 
 /* ---- freshness ---------------------------------------------------------------------------- */
 
-Test(resource, wait_fresh_times_out, .timeout = 10)
+Test(resource, wait_fresh_times_out, .timeout = 120)
 {
     struct resource *res = new_ready(16, 10);
     uint64_t cur = 0;
