@@ -1,0 +1,2121 @@
+/*
+ * test_proxy.c - black-box tests of `kwp proxy` in front of `kwp sim` (issue 3), written to
+ * SEMANTICS.md.
+ *
+ * Each Test starts its own `kwp sim` and `kwp proxy --upstream <sim>` on 127.0.0.1:0
+ * (proc_spawn; readiness of the proxy = /readyz answering 200, a bounded poll), drives both
+ * over HTTP and stops both with proc_stop, asserting exit status 0. Writes go to the
+ * simulator directly unless a test is about passthrough, so the RVs they return are the
+ * RVs the proxy's events must carry. The sim's /_sim/stats proves what the proxy sent
+ * upstream; the proxy's /metrics what it did.
+ *
+ * Faults need no hook in kwp: a TCP relay in this process sits between proxy and sim and
+ * can hold the sim->proxy direction (events in flight), cut every connection (a broken
+ * upstream stream) and reset new ones (an upstream that went away). Slow readers are raw
+ * sockets with a small SO_RCVBUF that stop reading.
+ *
+ * Status bodies are compared byte for byte, trailing "\n" included (Go's encoder writes it).
+ * Waits are bounded polls or deadlines, never fixed sleeps for readiness.
+ */
+#define _GNU_SOURCE /* accept4, memmem */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <criterion/criterion.h>
+
+#include "tests/support/http.h"
+#include "tests/support/proc.h"
+
+#define REQ_MS 15000L    /* one request */
+#define LINE_MS 15000L   /* one watch line */
+#define READY_MS 30000L  /* proxy /readyz 200 after start */
+#define STREAM_MS 240000L /* hard bound on any watch stream */
+#define POLL_MS 20L
+#define URL_CAP 4096
+
+/* ---- processes ---------------------------------------------------------------------- */
+
+struct srv {
+    struct proc *p;
+    char url[256];
+};
+
+/* A NULL-terminated argument list literal. */
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void nap(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Polls <cond> every POLL_MS until true or <ms> passed; <ok> gets the last value. */
+#define WAIT_FOR(ok, cond, ms)                                                          \
+    do {                                                                                \
+        uint64_t wait_end_ = http_now_ms() + (uint64_t)(ms);                            \
+        while (!((ok) = (cond)) && http_now_ms() < wait_end_) {                         \
+            nap(POLL_MS);                                                               \
+        }                                                                               \
+    } while (0)
+
+/* kwp <cmd> --listen 127.0.0.1:0 <a...> <b...> */
+static void srv_spawn(struct srv *s, const char *cmd, const char *const *a, const char *const *b)
+{
+    const char *argv[64];
+    size_t n = 0;
+
+    argv[n++] = proc_kwp_bin();
+    argv[n++] = cmd;
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    for (size_t i = 0; a && a[i]; i++) {
+        cr_assert_lt(n, 62u, "too many arguments");
+        argv[n++] = a[i];
+    }
+    for (size_t i = 0; b && b[i]; i++) {
+        cr_assert_lt(n, 62u, "too many arguments");
+        argv[n++] = b[i];
+    }
+    argv[n] = NULL;
+    memset(s, 0, sizeof(*s));
+    s->p = proc_spawn(argv, s->url, sizeof(s->url));
+    cr_assert_not_null(s->p, "could not start kwp %s", cmd);
+}
+
+static void sim_up(struct srv *s, const char *const *args)
+{
+    srv_spawn(s, "sim", args, NULL);
+}
+
+static void srv_stop(struct srv *s, const char *what)
+{
+    int st;
+
+    if (s->p == NULL) {
+        return;
+    }
+    st = proc_stop(s->p);
+    s->p = NULL;
+    cr_assert_eq(st, 0, "%s exited with status %d (0 expected after SIGTERM)", what, st);
+}
+
+/* Proxy first: its shutdown must not depend on the upstream. */
+static void stop_both(struct srv *px, struct srv *sim)
+{
+    srv_stop(px, "kwp proxy");
+    srv_stop(sim, "kwp sim");
+}
+
+static void url_of(const char *base, const char *path, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s%s", base, path);
+
+    cr_assert(n > 0 && (size_t)n < cap, "URL too long: %s", path);
+}
+
+/* One request that must get a response. */
+static void req(const char *base, const char *method, const char *path, const char *ctype,
+                const char *body, struct http_resp *r)
+{
+    char url[URL_CAP];
+    int rc;
+
+    url_of(base, path, url, sizeof(url));
+    rc = http_do(method, url, ctype, body, NULL, REQ_MS, r);
+    cr_assert_eq(rc, 0, "%s %s: no response (%d)", method, url, rc);
+}
+
+static void get(const char *base, const char *path, struct http_resp *r)
+{
+    req(base, "GET", path, NULL, NULL, r);
+}
+
+static long get_code(const char *base, const char *path)
+{
+    struct http_resp r;
+    char url[URL_CAP];
+    long code;
+
+    url_of(base, path, url, sizeof(url));
+    if (http_do("GET", url, NULL, NULL, NULL, 3000, &r) != 0) {
+        return 0;
+    }
+    code = r.code;
+    http_resp_free(&r);
+    return code;
+}
+
+/* Waits for the proxy's /readyz to answer 200. */
+static void wait_ready(const struct srv *px)
+{
+    bool ok;
+
+    WAIT_FOR(ok, get_code(px->url, "/readyz") == 200, READY_MS);
+    if (!ok) {
+        proc_dump_log(px->p, 4000);
+    }
+    cr_assert(ok, "proxy %s not ready within %ld ms", px->url, READY_MS);
+}
+
+/* kwp proxy --upstream <up> <args...>, ready. */
+static void proxy_up(struct srv *px, const char *up, const char *const *args)
+{
+    srv_spawn(px, "proxy", ARGS("--upstream", up), args);
+    wait_ready(px);
+}
+
+/* ---- bodies and headers ------------------------------------------------------------- */
+
+/* Asserts the exact status and body: <expected> followed by the "\n" Go's encoder writes. */
+static void expect_exact(const struct http_resp *r, long code, const char *expected)
+{
+    size_t n = strlen(expected);
+
+    cr_assert_eq(r->code, code, "HTTP %ld, expected %ld; body: %s", r->code, code, r->body);
+    cr_assert(r->body_len == n + 1 && memcmp(r->body, expected, n) == 0 && r->body[n] == '\n',
+              "body mismatch\nexpected: %s\\n\n     got: %s", expected, r->body);
+}
+
+static void expect_header(const struct http_resp *r, const char *name, const char *value)
+{
+    char got[512];
+
+    cr_assert(http_resp_header(r, name, got, sizeof(got)), "no %s header in:\n%s", name,
+              r->headers);
+    cr_assert_str_eq(got, value, "header %s: \"%s\", expected \"%s\"", name, got, value);
+}
+
+static cJSON *jparse_n(const char *p, size_t n)
+{
+    cJSON *j = cJSON_ParseWithLength(p, n);
+
+    cr_assert_not_null(j, "not JSON: %.*s", (int)(n > 1500 ? 1500 : n), p);
+    return j;
+}
+
+static cJSON *jbody(const struct http_resp *r)
+{
+    return jparse_n(r->body, r->body_len);
+}
+
+/* Member at a dotted path, NULL when absent. */
+static const cJSON *jat(const cJSON *o, const char *path)
+{
+    char key[128];
+
+    while (o != NULL && *path != '\0') {
+        const char *dot = strchr(path, '.');
+        size_t len = dot ? (size_t)(dot - path) : strlen(path);
+
+        cr_assert_lt(len, sizeof(key));
+        memcpy(key, path, len);
+        key[len] = '\0';
+        o = cJSON_GetObjectItemCaseSensitive(o, key);
+        path += len + (dot ? 1 : 0);
+    }
+    return o;
+}
+
+/* String at <path>, or "(absent)" so comparisons fail readably. */
+static const char *jtxt(const cJSON *o, const char *path)
+{
+    const cJSON *v = jat(o, path);
+
+    return cJSON_IsString(v) ? v->valuestring : "(absent)";
+}
+
+static uint64_t to_u64(const char *s)
+{
+    char *end = NULL;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    cr_assert(errno == 0 && end != s && *end == '\0', "not a uint64: \"%s\"", s);
+    return (uint64_t)v;
+}
+
+static uint64_t jrv(const cJSON *o)
+{
+    return to_u64(jtxt(o, "metadata.resourceVersion"));
+}
+
+/* Asserts two lists have equal items (same objects, same order). */
+static void expect_same_items(const cJSON *got, const cJSON *want, const char *what)
+{
+    const cJSON *gi = jat(got, "items");
+    const cJSON *wi = jat(want, "items");
+    int n;
+
+    cr_assert(cJSON_IsArray(gi) && cJSON_IsArray(wi), "%s: items arrays", what);
+    n = cJSON_GetArraySize(wi);
+    cr_assert_eq(cJSON_GetArraySize(gi), n, "%s: %d items, expected %d", what,
+                 cJSON_GetArraySize(gi), n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(gi, i);
+        const cJSON *b = cJSON_GetArrayItem(wi, i);
+
+        cr_assert(cJSON_Compare(a, b, true), "%s: item %d differs: %s vs %s", what, i,
+                  jtxt(a, "metadata.name"), jtxt(b, "metadata.name"));
+    }
+}
+
+/* ---- simulator stats and proxy metrics ---------------------------------------------- */
+
+static uint64_t sim_stat(const struct srv *sim, const char *path)
+{
+    struct http_resp r;
+    cJSON *j;
+    const cJSON *v;
+    uint64_t out;
+
+    get(sim->url, "/_sim/stats", &r);
+    cr_assert_eq(r.code, 200, "/_sim/stats: HTTP %ld", r.code);
+    j = jbody(&r);
+    v = jat(j, path);
+    cr_assert(cJSON_IsNumber(v), "/_sim/stats has no %s: %s", path, r.body);
+    out = (uint64_t)v->valuedouble;
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    return out;
+}
+
+/* Reads `<name>{resource="<res>"} <value>` from the proxy's /metrics. */
+static bool metric_try(const struct srv *px, const char *name, const char *res, uint64_t *v)
+{
+    struct http_resp r;
+    char url[URL_CAP];
+    char key[256];
+    const char *p;
+    bool found = false;
+
+    url_of(px->url, "/metrics", url, sizeof(url));
+    if (http_do("GET", url, NULL, NULL, NULL, 5000, &r) != 0) {
+        return false;
+    }
+    snprintf(key, sizeof(key), "\n%s{resource=\"%s\"} ", name, res);
+    p = r.code == 200 ? strstr(r.body, key) : NULL;
+    if (p != NULL) {
+        char *end = NULL;
+
+        *v = (uint64_t)strtoull(p + strlen(key), &end, 10);
+        found = end != p + strlen(key);
+    }
+    http_resp_free(&r);
+    return found;
+}
+
+static uint64_t metric(const struct srv *px, const char *name, const char *res)
+{
+    uint64_t v = 0;
+
+    cr_assert(metric_try(px, name, res, &v), "/metrics of %s has no %s{resource=\"%s\"}",
+              px->url, name, res);
+    return v;
+}
+
+/* Waits until the metric equals <want>; returns the last value read. */
+static uint64_t wait_metric(const struct srv *px, const char *name, const char *res,
+                            uint64_t want, long ms)
+{
+    uint64_t v = 0;
+    bool ok;
+
+    WAIT_FOR(ok, metric_try(px, name, res, &v) && v == want, ms);
+    cr_assert(ok, "%s{resource=\"%s\"} is %" PRIu64 ", expected %" PRIu64 " within %ld ms",
+              name, res, v, want, ms);
+    return v;
+}
+
+/* ---- writes (to the sim, or through the proxy) -------------------------------------- */
+
+static void make_ns(const char *base, const char *ns)
+{
+    char body[256];
+    struct http_resp r;
+
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
+    req(base, "POST", "/api/v1/namespaces", "application/json", body, &r);
+    cr_assert(r.code == 201 || r.code == 409, "create namespace %s: HTTP %ld %s", ns, r.code,
+              r.body);
+    http_resp_free(&r);
+}
+
+/* The RV of a write's answer, asserting its status. */
+static uint64_t written_rv(struct http_resp *r, long want, const char *what)
+{
+    cJSON *j;
+    uint64_t rv;
+
+    cr_assert_eq(r->code, want, "%s: HTTP %ld, expected %ld: %.500s", what, r->code, want,
+                 r->body);
+    j = jbody(r);
+    rv = jrv(j);
+    cJSON_Delete(j);
+    http_resp_free(r);
+    return rv;
+}
+
+/* POST a ConfigMap with optional labels (a JSON object) and data k=<val>. */
+static uint64_t cm_create(const char *base, const char *ns, const char *name,
+                          const char *labels, const char *val)
+{
+    char path[256];
+    size_t cap = strlen(val) + 1024;
+    char *body = malloc(cap);
+    struct http_resp r;
+
+    cr_assert_not_null(body);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps", ns);
+    snprintf(body, cap,
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"%s%s},"
+             "\"data\":{\"k\":\"%s\"}}",
+             name, labels ? ",\"labels\":" : "", labels ? labels : "", val);
+    req(base, "POST", path, "application/json", body, &r);
+    free(body);
+    return written_rv(&r, 201, "create configmap");
+}
+
+static uint64_t cm_patch(const char *base, const char *ns, const char *name, const char *patch)
+{
+    char path[256];
+    struct http_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+    req(base, "PATCH", path, "application/merge-patch+json", patch, &r);
+    return written_rv(&r, 200, "patch configmap");
+}
+
+/* DELETE on the sim; the deletion RV is the sim's revision right after (no churn). */
+static uint64_t cm_delete(const struct srv *sim, const char *ns, const char *name)
+{
+    char path[256];
+    struct http_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
+    req(sim->url, "DELETE", path, NULL, NULL, &r);
+    cr_assert_eq(r.code, 200, "delete %s/%s: HTTP %ld %s", ns, name, r.code, r.body);
+    http_resp_free(&r);
+    return sim_stat(sim, "revision");
+}
+
+static uint64_t pod_create(const char *base, const char *ns, const char *name)
+{
+    char path[256];
+    char body[512];
+    struct http_resp r;
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}",
+             name);
+    req(base, "POST", path, "application/json", body, &r);
+    return written_rv(&r, 201, "create pod");
+}
+
+/* ---- watches ------------------------------------------------------------------------ */
+
+static struct watch *wopen(const char *base, const char *path, long want)
+{
+    char url[URL_CAP];
+    struct watch *w;
+    long code;
+
+    url_of(base, path, url, sizeof(url));
+    w = watch_open(url, STREAM_MS);
+    cr_assert_not_null(w, "watch_open %s", url);
+    code = watch_wait_status(w, REQ_MS);
+    cr_assert_eq(code, want, "watch %s: HTTP %ld, expected %ld", url, code, want);
+    return w;
+}
+
+static const char *wline(struct watch *w, size_t i)
+{
+    int rc = watch_wait_lines(w, i + 1, LINE_MS);
+    size_t have = watch_line_count(w);
+
+    cr_assert_eq(rc, 0, "watch line %zu: %s (have %zu%s%.300s)", i,
+                 rc == -EPIPE ? "stream ended" : "timed out", have, have ? ", last: " : "",
+                 have ? watch_line(w, have - 1, NULL) : "");
+    return watch_line(w, i, NULL);
+}
+
+struct ev {
+    cJSON *root;
+    const char *type;
+    const cJSON *obj;
+    const char *name;
+    uint64_t rv;
+};
+
+static void ev_parse(const char *line, struct ev *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->root = jparse_n(line, strlen(line));
+    e->type = jtxt(e->root, "type");
+    e->obj = jat(e->root, "object");
+    cr_assert(cJSON_IsObject(e->obj), "event without object: %.300s", line);
+    e->name = jtxt(e->obj, "metadata.name");
+    e->rv = strcmp(e->type, "ERROR") == 0 ? 0 : jrv(e->obj);
+}
+
+static void ev_free(struct ev *e)
+{
+    cJSON_Delete(e->root);
+    memset(e, 0, sizeof(*e));
+}
+
+/* Asserts line <i> is <type> of <name> at <rv> (name NULL: not checked). */
+static void expect_ev(struct watch *w, size_t i, const char *type, const char *name, uint64_t rv)
+{
+    const char *line = wline(w, i);
+    struct ev e;
+
+    ev_parse(line, &e);
+    cr_assert_str_eq(e.type, type, "line %zu: %s, expected %s: %.300s", i, e.type, type, line);
+    if (name != NULL) {
+        cr_assert_str_eq(e.name, name, "line %zu: object %s, expected %s", i, e.name, name);
+    }
+    cr_assert_eq(e.rv, rv, "line %zu: rv %" PRIu64 ", expected %" PRIu64 ": %.300s", i, e.rv,
+                 rv, line);
+    ev_free(&e);
+}
+
+static void expect_line(struct watch *w, size_t i, const char *expected)
+{
+    const char *line = wline(w, i);
+
+    cr_assert_str_eq(line, expected, "line %zu\nexpected: %s\n     got: %s", i, expected, line);
+}
+
+/* Asserts the stream ended cleanly (end of body, not an error or our timeout). */
+static void expect_clean_end(struct watch *w, long ms, const char *what)
+{
+    uint64_t at = 0;
+    int rc = -1;
+
+    cr_assert_eq(watch_wait_end(w, ms), 0, "%s: stream still open after %ld ms", what, ms);
+    cr_assert(watch_ended(w, &at, &rc));
+    cr_assert_eq(rc, 0, "%s: stream ended with curl error %d, expected a clean end", what, rc);
+}
+
+static void expect_no_error_event(struct watch *w, const char *what)
+{
+    size_t n = watch_line_count(w);
+
+    for (size_t i = 0; i < n; i++) {
+        const char *l = watch_line(w, i, NULL);
+
+        cr_assert_null(strstr(l, "\"type\":\"ERROR\""), "%s: line %zu is an ERROR event: %s",
+                       what, i, l);
+    }
+}
+
+#define TOO_OLD_FMT                                                                       \
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","           \
+    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %"    \
+    PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}"
+#define TOO_LARGE_FMT                                                                     \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","  \
+    "\"message\":\"Timeout: Too large resource version: %" PRIu64 ", current: %" PRIu64  \
+    "\",\"reason\":\"Timeout\",\"details\":{\"causes\":[{\"reason\":"                      \
+    "\"ResourceVersionTooLarge\",\"message\":\"Too large resource version\"}],"            \
+    "\"retryAfterSeconds\":1},\"code\":504}"
+#define NOT_READY_BODY                                                                    \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","  \
+    "\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\","         \
+    "\"details\":{\"retryAfterSeconds\":1},\"code\":429}"
+#define CM_BOOKMARK_FMT                                                                   \
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","     \
+    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"}}}"
+#define CM_END_BOOKMARK_FMT                                                               \
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","     \
+    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\",\"annotations\":"                 \
+    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
+
+/* ---- a TCP relay between proxy and sim (fault injection) ----------------------------- */
+
+struct relay {
+    int lfd;
+    char url[64];
+    struct sockaddr_in up;
+    pthread_t acceptor;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool hold;     /* stop reading from the sim: its bytes stay in flight */
+    bool reset;    /* reset new connections at once */
+    bool stop;
+    unsigned gen;  /* relay_cut bumps it; pairs of an older generation are reset */
+    int live;      /* pair threads running */
+};
+
+struct pair {
+    struct relay *r;
+    int a; /* proxy side */
+    int b; /* sim side */
+    unsigned gen;
+};
+
+/* Closes with an RST (SO_LINGER 0): the peer sees a broken connection, not an end. */
+static void reset_fd(int fd)
+{
+    struct linger lg = {1, 0};
+
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
+}
+
+static bool send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k <= 0) {
+            return false;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+static bool pump(int from, int to)
+{
+    char buf[65536];
+    ssize_t k = recv(from, buf, sizeof(buf), 0);
+
+    return k > 0 && send_all(to, buf, (size_t)k);
+}
+
+static void *pair_main(void *arg)
+{
+    struct pair *p = arg;
+    struct relay *r = p->r;
+
+    for (;;) {
+        struct pollfd pf[2];
+        bool hold, cut;
+        int n;
+
+        pthread_mutex_lock(&r->mu);
+        hold = r->hold;
+        cut = r->stop || r->gen != p->gen;
+        pthread_mutex_unlock(&r->mu);
+        if (cut) {
+            break;
+        }
+        pf[0] = (struct pollfd){.fd = p->a, .events = POLLIN};
+        pf[1] = (struct pollfd){.fd = hold ? -1 : p->b, .events = POLLIN};
+        n = poll(pf, 2, (int)POLL_MS);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 || (pf[0].revents && !pump(p->a, p->b))) {
+            break;
+        }
+        if (pf[1].revents) {
+            bool ok = true;
+
+            /* Under the lock, so that once relay_set(hold) returns nothing more is passed. */
+            pthread_mutex_lock(&r->mu);
+            if (!r->hold && r->gen == p->gen) {
+                ok = pump(p->b, p->a);
+            }
+            pthread_mutex_unlock(&r->mu);
+            if (!ok) {
+                break;
+            }
+        }
+    }
+    reset_fd(p->a);
+    reset_fd(p->b);
+    pthread_mutex_lock(&r->mu);
+    r->live--;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    free(p);
+    return NULL;
+}
+
+static void relay_take(struct relay *r, int c)
+{
+    struct pair *p;
+    pthread_t t;
+    int u;
+
+    pthread_mutex_lock(&r->mu);
+    if (r->reset) {
+        pthread_mutex_unlock(&r->mu);
+        reset_fd(c);
+        return;
+    }
+    pthread_mutex_unlock(&r->mu);
+    u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (u < 0 || connect(u, (struct sockaddr *)&r->up, sizeof(r->up)) != 0) {
+        if (u >= 0) {
+            reset_fd(u);
+        }
+        reset_fd(c);
+        return;
+    }
+    p = calloc(1, sizeof(*p));
+    cr_assert_not_null(p);
+    p->r = r;
+    p->a = c;
+    p->b = u;
+    pthread_mutex_lock(&r->mu);
+    p->gen = r->gen;
+    r->live++;
+    pthread_mutex_unlock(&r->mu);
+    cr_assert_eq(pthread_create(&t, NULL, pair_main, p), 0);
+    pthread_detach(t);
+}
+
+static void *relay_main(void *arg)
+{
+    struct relay *r = arg;
+
+    for (;;) {
+        struct pollfd pf = {.fd = r->lfd, .events = POLLIN};
+        bool stop;
+        int c;
+
+        pthread_mutex_lock(&r->mu);
+        stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop) {
+            return NULL;
+        }
+        if (poll(&pf, 1, (int)POLL_MS) <= 0) {
+            continue;
+        }
+        c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c >= 0) {
+            relay_take(r, c);
+        }
+    }
+}
+
+/* Parses "http://127.0.0.1:PORT". */
+static void addr_of(const char *url, struct sockaddr_in *sa)
+{
+    const char *colon = strrchr(url, ':');
+
+    cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0 && colon != NULL, "url %s", url);
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)to_u64(colon + 1));
+    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+static struct relay *relay_new(const char *upstream_url)
+{
+    struct relay *r = calloc(1, sizeof(*r));
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+
+    cr_assert_not_null(r);
+    addr_of(upstream_url, &r->up);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(r->lfd, 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "relay bind: %s",
+                 strerror(errno));
+    cr_assert_eq(listen(r->lfd, 128), 0);
+    cr_assert_eq(getsockname(r->lfd, (struct sockaddr *)&sa, &len), 0);
+    snprintf(r->url, sizeof(r->url), "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    cr_assert_eq(pthread_create(&r->acceptor, NULL, relay_main, r), 0);
+    return r;
+}
+
+static void relay_set(struct relay *r, bool *flag, bool v)
+{
+    pthread_mutex_lock(&r->mu);
+    *flag = v;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Resets every open connection (whatever is in flight is lost), then stops holding. */
+static void relay_cut(struct relay *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->gen++;
+    r->hold = false;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void relay_free(struct relay *r)
+{
+    struct timespec dl;
+
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->acceptor, NULL);
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&r->mu);
+    while (r->live > 0 && pthread_cond_timedwait(&r->cv, &r->mu, &dl) == 0) {
+    }
+    cr_assert_eq(r->live, 0, "relay threads still running");
+    pthread_mutex_unlock(&r->mu);
+    close(r->lfd);
+    free(r);
+}
+
+/* ---- raw sockets: readers that stop reading ---------------------------------------- */
+
+/* Connects to <base> with SO_RCVBUF <rcvbuf> set before connect and sends a GET. */
+static int raw_get(const char *base, int rcvbuf, const char *path)
+{
+    struct sockaddr_in sa;
+    char rq[URL_CAP + 256];
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int n;
+
+    cr_assert_geq(fd, 0);
+    addr_of(base, &sa);
+    cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect %s: %s", base,
+                 strerror(errno));
+    n = snprintf(rq, sizeof(rq),
+                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: " HTTP_USER_AGENT
+                 "\r\nAccept: application/json\r\n\r\n",
+                 path);
+    cr_assert(n > 0 && (size_t)n < sizeof(rq));
+    cr_assert(send_all(fd, rq, (size_t)n));
+    return fd;
+}
+
+struct bytes {
+    char *d;
+    size_t len, cap;
+};
+
+static void bytes_add(struct bytes *b, const char *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->d = realloc(b->d, b->cap);
+        cr_assert_not_null(b->d);
+    }
+    memcpy(b->d + b->len, p, n);
+    b->len += n;
+    b->d[b->len] = '\0';
+}
+
+enum drain_end { DRAIN_EOF, DRAIN_ERROR, DRAIN_IDLE, DRAIN_DEADLINE };
+
+/*
+ * Reads <fd> into <into> (may be NULL: discard) until EOF, a socket error, <idle_ms> without
+ * data (0: never) or <total_ms>.
+ */
+static enum drain_end drain(int fd, struct bytes *into, long idle_ms, long total_ms,
+                            size_t *got)
+{
+    uint64_t end = http_now_ms() + (uint64_t)total_ms;
+    uint64_t last = http_now_ms();
+    char buf[65536];
+
+    *got = 0;
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        uint64_t now = http_now_ms();
+        ssize_t k;
+
+        if (now >= end) {
+            return DRAIN_DEADLINE;
+        }
+        if (idle_ms > 0 && now - last >= (uint64_t)idle_ms) {
+            return DRAIN_IDLE;
+        }
+        if (poll(&pf, 1, 50) <= 0) {
+            continue;
+        }
+        k = recv(fd, buf, sizeof(buf), 0);
+        if (k == 0) {
+            return DRAIN_EOF;
+        }
+        if (k < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            return DRAIN_ERROR;
+        }
+        *got += (size_t)k;
+        last = http_now_ms();
+        if (into != NULL) {
+            bytes_add(into, buf, (size_t)k);
+        }
+    }
+}
+
+/* Decodes an HTTP/1.1 chunked response (headers included) into its body; stops at the first
+ * incomplete chunk. Asserts a 200 status line. */
+static void dechunk(const struct bytes *raw, struct bytes *body)
+{
+    const char *p = raw->d;
+    const char *end = raw->d + raw->len;
+    const char *hend = memmem(p, raw->len, "\r\n\r\n", 4);
+
+    cr_assert_not_null(hend, "no complete response header in %zu bytes", raw->len);
+    cr_assert(strncmp(p, "HTTP/1.1 200 ", 13) == 0, "status line: %.40s", p);
+    cr_assert_not_null(memmem(p, (size_t)(hend - p), "chunked", 7), "not chunked: %.*s",
+                       (int)(hend - p), p);
+    p = hend + 4;
+    while (p < end) {
+        const char *crlf = memmem(p, (size_t)(end - p), "\r\n", 2);
+        char *num_end = NULL;
+        unsigned long long sz;
+
+        if (crlf == NULL) {
+            return;
+        }
+        sz = strtoull(p, &num_end, 16);
+        cr_assert(num_end != p, "bad chunk size line: %.20s", p);
+        if (sz == 0 || (size_t)(end - (crlf + 2)) < sz + 2) {
+            return;
+        }
+        bytes_add(body, crlf + 2, (size_t)sz);
+        p = crlf + 2 + sz + 2;
+    }
+}
+
+/* Events (type, rv) of a watch body, read by pattern: objects may be megabytes. */
+struct tv {
+    char type;
+    uint64_t rv;
+};
+
+static size_t body_events(const struct bytes *body, struct tv *out, size_t max)
+{
+    size_t n = 0;
+    const char *p = body->d;
+    const char *end = body->d + body->len;
+
+    while (p < end && n < max) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *rv;
+
+        if (nl == NULL) {
+            break;
+        }
+        cr_assert(strncmp(p, "{\"type\":\"", 9) == 0, "event line: %.80s", p);
+        rv = memmem(p, (size_t)(nl - p), "\"resourceVersion\":\"", 19);
+        cr_assert_not_null(rv, "event without resourceVersion: %.200s", p);
+        out[n].type = p[9];
+        out[n].rv = (uint64_t)strtoull(rv + 19, NULL, 10);
+        n++;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* ====================================================================================== */
+/* LIST                                                                                   */
+/* ====================================================================================== */
+
+/* Issue 3: rv=0 is served from the cache while the simulator is stopped (SIGSTOP). */
+Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 90)
+{
+    struct srv sim, px;
+    struct http_resp s, r;
+    cJSON *sj, *pj;
+    const cJSON *it;
+    uint64_t rev;
+    char path[256];
+    int in_ns1 = 0;
+
+    sim_up(&sim, ARGS("--objects", "30", "--namespaces", "3", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods"));
+    get(sim.url, "/api/v1/pods?resourceVersion=0", &s);
+    cr_assert_eq(s.code, 200);
+    sj = jbody(&s);
+    rev = sim_stat(&sim, "revision");
+    cr_assert_eq(cJSON_GetArraySize(jat(sj, "items")), 30, "the sim holds 30 pods");
+    wait_metric(&px, "kwp_resource_version", "pods", rev, REQ_MS);
+
+    cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    cr_assert_eq(r.code, 200, "rv=0 LIST while the sim is frozen: HTTP %ld %s", r.code, r.body);
+    pj = jbody(&r);
+    cr_assert_str_eq(jtxt(pj, "kind"), "PodList");
+    cr_assert_eq(jrv(pj), rev, "metadata.resourceVersion %" PRIu64 " is the cache RV %" PRIu64,
+                 jrv(pj), rev);
+    expect_same_items(pj, sj, "rv=0 LIST from the cache vs the sim");
+    cr_assert(r.body_len == s.body_len && memcmp(r.body, s.body, s.body_len) == 0,
+              "the list is assembled from upstream bytes: byte-identical to the sim's rv=0 "
+              "answer at the same RV (%zu vs %zu bytes)",
+              r.body_len, s.body_len);
+    cJSON_Delete(pj);
+    http_resp_free(&r);
+
+    /* limit is ignored for rv=0 (vector 2): every pod of ns-1, no continue. */
+    get(px.url, "/api/v1/namespaces/ns-1/pods?resourceVersion=0&limit=1", &r);
+    cr_assert_eq(r.code, 200, "namespaced rv=0 LIST: HTTP %ld", r.code);
+    pj = jbody(&r);
+    cJSON_ArrayForEach(it, jat(sj, "items"))
+    {
+        in_ns1 += strcmp(jtxt(it, "metadata.namespace"), "ns-1") == 0;
+    }
+    cr_assert_gt(in_ns1, 1, "the seed puts several pods in ns-1");
+    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), in_ns1, "limit ignored for rv=0");
+    cr_assert_null(jat(pj, "metadata.continue"), "no continue for rv=0");
+    cr_assert_null(jat(pj, "metadata.remainingItemCount"));
+    cJSON_Delete(pj);
+    http_resp_free(&r);
+
+    /* A NotOlderThan LIST at the cache RV and a GET rv=0 need no upstream either. */
+    snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64, rev);
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "LIST rv=%" PRIu64 " while frozen: HTTP %ld", rev, r.code);
+    pj = jbody(&r);
+    expect_same_items(pj, sj, "LIST rv=N from the cache");
+    cJSON_Delete(pj);
+    http_resp_free(&r);
+    it = cJSON_GetArrayItem(jat(sj, "items"), 0);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?resourceVersion=0",
+             jtxt(it, "metadata.namespace"), jtxt(it, "metadata.name"));
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "GET rv=0 while frozen: HTTP %ld", r.code);
+    pj = jbody(&r);
+    cr_assert_str_eq(jtxt(pj, "kind"), "Pod");
+    cr_assert_str_eq(jtxt(pj, "metadata.resourceVersion"), jtxt(it, "metadata.resourceVersion"),
+                     "GET returns the object with its own RV");
+    cJSON_Delete(pj);
+    http_resp_free(&r);
+
+    cr_assert_eq(proc_kill(sim.p, SIGCONT), 0);
+    cJSON_Delete(sj);
+    http_resp_free(&s);
+    stop_both(&px, &sim);
+}
+
+/* Issue 3: rv unset is a consistent read: forwarded, one upstream LIST per request, and the
+ * answer is the upstream's own. */
+Test(proxy, list_rv_unset_reaches_upstream, .timeout = 60)
+{
+    static const char *const paths[] = {
+        "/api/v1/pods",
+        "/api/v1/namespaces/ns-1/pods",
+        "/api/v1/pods?labelSelector=app%3Dapi",
+        "/api/v1/pods?limit=2",
+        NULL,
+    };
+    struct srv sim, px;
+
+    sim_up(&sim, ARGS("--objects", "12", "--namespaces", "2", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods"));
+    for (size_t i = 0; paths[i]; i++) {
+        uint64_t lists0 = sim_stat(&sim, "resources.pods.lists");
+        uint64_t fwd0 = metric(&px, "kwp_forwarded_total", "pods");
+        struct http_resp p, s;
+        cJSON *pj, *sj;
+
+        get(px.url, paths[i], &p);
+        cr_assert_eq(p.code, 200, "%s through the proxy: HTTP %ld %s", paths[i], p.code, p.body);
+        cr_assert_eq(sim_stat(&sim, "resources.pods.lists"), lists0 + 1,
+                     "%s: the sim served exactly one LIST for it", paths[i]);
+        cr_assert_eq(metric(&px, "kwp_forwarded_total", "pods"), fwd0 + 1,
+                     "%s: counted as forwarded", paths[i]);
+        get(sim.url, paths[i], &s);
+        cr_assert_eq(s.code, 200);
+        pj = jbody(&p);
+        sj = jbody(&s);
+        expect_same_items(pj, sj, paths[i]);
+        cr_assert_eq(jrv(pj), jrv(sj), "%s: list RV", paths[i]);
+        cr_assert(p.body_len == s.body_len && memcmp(p.body, s.body, s.body_len) == 0,
+                  "%s: the forwarded body is the sim's own bytes\nproxy: %.300s\n  sim: %.300s",
+                  paths[i], p.body, s.body);
+        cJSON_Delete(pj);
+        cJSON_Delete(sj);
+        http_resp_free(&p);
+        http_resp_free(&s);
+    }
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 / SEMANTICS 1.4: --too-large-rv=local waits 3 s and answers the 504 itself. */
+Test(proxy, too_large_rv_local_504_after_3s, .timeout = 90)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    char path[512];
+    char want[1024];
+    uint64_t rev, lists0, gets0, t0, dt;
+    const char *pod;
+    cJSON *j;
+
+    sim_up(&sim, ARGS("--objects", "5", "--namespaces", "1", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods", "--too-large-rv", "local"));
+    rev = sim_stat(&sim, "revision");
+    wait_metric(&px, "kwp_resource_version", "pods", rev, REQ_MS);
+    lists0 = sim_stat(&sim, "resources.pods.lists");
+    gets0 = sim_stat(&sim, "resources.pods.gets");
+
+    snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64, rev + 50);
+    t0 = http_now_ms();
+    get(px.url, path, &r);
+    dt = http_now_ms() - t0;
+    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 50, rev);
+    expect_exact(&r, 504, want);
+    expect_header(&r, "Retry-After", "1");
+    expect_header(&r, "Content-Type", "application/json");
+    cr_assert_geq(dt, 3000u, "the 504 comes after the 3 s wait, not after %" PRIu64 " ms", dt);
+    http_resp_free(&r);
+
+    /* The same for GET of a named object (SEMANTICS 4). */
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    j = jbody(&r);
+    pod = jtxt(cJSON_GetArrayItem(jat(j, "items"), 0), "metadata.name");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s?resourceVersion=%" PRIu64,
+             pod, rev + 7);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    t0 = http_now_ms();
+    get(px.url, path, &r);
+    dt = http_now_ms() - t0;
+    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 7, rev);
+    expect_exact(&r, 504, want);
+    expect_header(&r, "Retry-After", "1");
+    cr_assert_geq(dt, 3000u, "GET: 504 after %" PRIu64 " ms", dt);
+    http_resp_free(&r);
+
+    /* Watch-list at a future RV: 200, then one ERROR event with the same Status (vector 31). */
+    snprintf(path, sizeof(path),
+             "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+             "&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             rev + 9);
+    w = wopen(px.url, path, 200);
+    snprintf(want, sizeof(want), "{\"type\":\"ERROR\",\"object\":" TOO_LARGE_FMT "}", rev + 9,
+             rev);
+    expect_line(w, 0, want);
+    expect_clean_end(w, REQ_MS, "watch-list at a future RV");
+    cr_assert_eq(watch_line_count(w), 1u, "exactly one line");
+    watch_close(w);
+
+    cr_assert_eq(sim_stat(&sim, "resources.pods.lists"), lists0, "local: nothing sent upstream");
+    cr_assert_eq(sim_stat(&sim, "resources.pods.gets"), gets0, "local: no GET sent upstream");
+    stop_both(&px, &sim);
+}
+
+/* Issue 3: with the default (forward) the request reaches the sim, whose 504 comes back. */
+Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 90)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    char path[256];
+    char want[1024];
+    uint64_t rev, lists0, lists1, fwd0, t0, dt;
+
+    sim_up(&sim, ARGS("--objects", "5", "--namespaces", "1", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods", "--freshness-wait", "250ms"));
+    rev = sim_stat(&sim, "revision");
+    wait_metric(&px, "kwp_resource_version", "pods", rev, REQ_MS);
+    lists0 = sim_stat(&sim, "resources.pods.lists");
+    fwd0 = metric(&px, "kwp_forwarded_total", "pods");
+
+    snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64, rev + 50);
+    t0 = http_now_ms();
+    get(px.url, path, &r);
+    dt = http_now_ms() - t0;
+    cr_assert_eq(metric(&px, "kwp_forwarded_total", "pods"), fwd0 + 1, "counted as forwarded");
+    cr_assert_eq(metric(&px, "kwp_too_large_total", "pods"), 0u, "not answered by the proxy");
+    lists1 = sim_stat(&sim, "resources.pods.lists");
+    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 50, rev);
+    expect_exact(&r, 504, want);
+    expect_header(&r, "Retry-After", "1");
+    cr_assert_geq(dt, 3000u, "the sim's 504 comes after its 3 s wait (%" PRIu64 " ms)", dt);
+    http_resp_free(&r);
+
+    /* A write that reaches the RV during the wait answers 200 (through the proxy). */
+    snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64, rev + 1);
+    {
+        struct watch *lw;
+        char url[URL_CAP];
+        const char *l;
+        uint64_t got;
+
+        url_of(px.url, path, url, sizeof(url));
+        lw = watch_open(url, REQ_MS); /* a plain GET read as a stream: it runs in background */
+        cr_assert_not_null(lw);
+        got = pod_create(sim.url, "default", "late");
+        cr_assert_eq(got, rev + 1);
+        cr_assert_eq(watch_wait_end(lw, REQ_MS), 0);
+        cr_assert_eq(watch_status(lw), 200, "LIST rv=N reached by a write: HTTP %ld",
+                     watch_status(lw));
+        l = watch_line(lw, 0, NULL);
+        cr_assert_not_null(l);
+        cr_assert_not_null(strstr(l, "\"name\":\"late\""), "the list holds the new pod");
+        watch_close(lw);
+    }
+    cr_assert_eq(lists1, lists0 + 1,
+                 "/_sim/stats: the LIST at a future RV reached the sim once (pods.lists %" PRIu64
+                 " -> %" PRIu64 ")", lists0, lists1);
+    stop_both(&px, &sim);
+}
+
+/* ====================================================================================== */
+/* WATCH                                                                                  */
+/* ====================================================================================== */
+
+/* Issue 3 / vector 22: replay from rv N is exactly the writes after N, in order, then live. */
+Test(proxy, watch_replays_writes_after_rv, .timeout = 60)
+{
+    struct srv sim, px;
+    struct watch *w;
+    uint64_t rv[8];
+    char path[256];
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods,configmaps"));
+    make_ns(sim.url, "rp");
+    rv[0] = cm_create(sim.url, "rp", "a", NULL, "1");
+    rv[1] = cm_create(sim.url, "rp", "b", NULL, "1");
+    rv[2] = cm_create(sim.url, "rp", "c", NULL, "1");
+    rv[3] = cm_patch(sim.url, "rp", "a", "{\"data\":{\"k\":\"2\"}}");
+    rv[4] = cm_delete(&sim, "rp", "b");
+    rv[5] = cm_create(sim.url, "rp", "d", NULL, "1");
+    for (int i = 1; i < 6; i++) {
+        cr_assert_gt(rv[i], rv[i - 1], "write RVs increase");
+    }
+
+    /* Namespaced and cluster-wide from rv[1]: c, a, b, d after it, then live writes. */
+    for (int pass = 0; pass < 2; pass++) {
+        static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "ADDED"};
+        static const char *const names[] = {"c", "a", "b", "d"};
+        const char *live = pass == 0 ? "d" : "e";
+
+        snprintf(path, sizeof(path), "%s?watch=%s&resourceVersion=%" PRIu64,
+                 pass == 0 ? "/api/v1/namespaces/rp/configmaps" : "/api/v1/configmaps",
+                 pass == 0 ? "1" : "true", rv[1]);
+        w = wopen(px.url, path, 200);
+        for (size_t i = 0; i < 4; i++) {
+            expect_ev(w, i, types[i], names[i], rv[i + 2]);
+        }
+        /* The next write is the very next line: nothing replayed twice in between. */
+        rv[6 + pass] = pass == 0 ? cm_patch(sim.url, "rp", live, "{\"data\":{\"k\":\"3\"}}")
+                                 : cm_create(sim.url, "rp", live, NULL, "1");
+        for (int i = 0; i <= pass; i++) {
+            expect_ev(w, 4 + (size_t)i, i == 0 ? "MODIFIED" : "ADDED", i == 0 ? "d" : "e",
+                      rv[6 + i]);
+        }
+        cr_assert_eq(watch_line_count(w), 5u + (size_t)pass);
+        if (pass == 0) {
+            struct ev e;
+
+            ev_parse(wline(w, 0), &e);
+            cr_assert_str_eq(jtxt(e.obj, "kind"), "ConfigMap", "watch objects carry kind");
+            cr_assert_str_eq(jtxt(e.obj, "apiVersion"), "v1", "watch objects carry apiVersion");
+            ev_free(&e);
+        }
+        watch_close(w);
+    }
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 / vectors 23-24: once the proxy's history moved past the rv, HTTP 200 and one
+ * ERROR event with the proxy's boundary, then the stream ends. */
+Test(proxy, watch_too_old_410_error_event, .timeout = 60)
+{
+    struct srv sim, px;
+    struct watch *w;
+    uint64_t rv[15];
+    uint64_t boundary;
+    char path[256];
+    char want[512];
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url,
+             ARGS("--resources", "configmaps", "--history-min", "10", "--history-max", "10",
+                  "--history-window", "0"));
+    make_ns(sim.url, "old");
+    for (int i = 0; i < 15; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "c%02d", i);
+        rv[i] = cm_create(sim.url, "old", name, NULL, "v");
+    }
+    wait_metric(&px, "kwp_resource_version", "configmaps", rv[14], REQ_MS);
+    /* Ten events held: rv[5]..rv[14]; the boundary is oldest-1 (SEMANTICS 3.3). */
+    boundary = rv[5] - 1;
+    cr_assert_eq(metric(&px, "kwp_history_events", "configmaps"), 10u);
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
+             rv[0]);
+    w = wopen(px.url, path, 200);
+    snprintf(want, sizeof(want), TOO_OLD_FMT, rv[0], boundary);
+    expect_line(w, 0, want);
+    expect_clean_end(w, REQ_MS, "too-old watch");
+    cr_assert_eq(watch_line_count(w), 1u, "exactly one line");
+    {
+        char ct[128];
+
+        cr_assert(http_header_get(watch_headers(w), "Content-Type", ct, sizeof(ct)));
+        cr_assert_str_eq(ct, "application/json");
+    }
+    watch_close(w);
+
+    /* One below the boundary: still too old. */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
+             boundary - 1);
+    w = wopen(px.url, path, 200);
+    snprintf(want, sizeof(want), TOO_OLD_FMT, boundary - 1, boundary);
+    expect_line(w, 0, want);
+    expect_clean_end(w, REQ_MS, "too-old watch at boundary-1");
+    watch_close(w);
+
+    /* At the boundary: accepted, replays the whole window. */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
+             boundary);
+    w = wopen(px.url, path, 200);
+    for (int i = 5; i < 15; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "c%02d", i);
+        expect_ev(w, (size_t)(i - 5), "ADDED", name, rv[i]);
+    }
+    watch_close(w);
+    cr_assert_geq(metric(&px, "kwp_too_old_total", "configmaps"), 2u);
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 / vector 35: label-selector transitions through the proxy. */
+Test(proxy, watch_label_selector_transitions, .timeout = 60)
+{
+    struct srv sim, px;
+    struct watch *w;
+    struct http_resp r, s;
+    uint64_t r0, r1, r2, r3, r4;
+    char path[256];
+    struct ev e;
+    cJSON *pj, *sj;
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps"));
+    make_ns(sim.url, "sel");
+    cm_create(sim.url, "sel", "a", "{\"app\":\"x\"}", "a0");
+    cm_create(sim.url, "sel", "b", "{\"app\":\"x\"}", "b0");
+    r0 = cm_create(sim.url, "sel", "d", NULL, "d0");
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/sel/configmaps?watch=1&labelSelector=app%%3Dx&resourceVersion=%" PRIu64,
+             r0);
+    w = wopen(px.url, path, 200);
+    r1 = cm_patch(sim.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"y\"}},\"data\":{\"k\":\"a1\"}}");
+    r2 = cm_patch(sim.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");
+    r3 = cm_patch(sim.url, "sel", "d", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");
+    r4 = cm_patch(sim.url, "sel", "b", "{\"data\":{\"k\":\"b1\"}}");
+    cm_patch(sim.url, "sel", "b", "{\"metadata\":{\"labels\":{\"app\":\"z\"}}}");
+
+    /* a left the selection: DELETED with its previous content, stamped with the event RV. */
+    expect_ev(w, 0, "DELETED", "a", r1);
+    ev_parse(wline(w, 0), &e);
+    cr_assert_str_eq(jtxt(e.obj, "metadata.labels.app"), "x", "previous labels");
+    cr_assert_str_eq(jtxt(e.obj, "data.k"), "a0", "previous content");
+    ev_free(&e);
+    expect_ev(w, 1, "ADDED", "a", r2);
+    ev_parse(wline(w, 1), &e);
+    cr_assert_str_eq(jtxt(e.obj, "data.k"), "a1", "the new object");
+    ev_free(&e);
+    expect_ev(w, 2, "ADDED", "d", r3);
+    expect_ev(w, 3, "MODIFIED", "b", r4);
+    {
+        uint64_t r5 = sim_stat(&sim, "revision");
+
+        expect_ev(w, 4, "DELETED", "b", r5);
+    }
+    watch_close(w);
+
+    /* LIST rv=0 with the selector from the cache equals the sim's answer. */
+    get(px.url, "/api/v1/namespaces/sel/configmaps?resourceVersion=0&labelSelector=app%3Dx", &r);
+    get(sim.url, "/api/v1/namespaces/sel/configmaps?resourceVersion=0&labelSelector=app%3Dx", &s);
+    cr_assert_eq(r.code, 200);
+    pj = jbody(&r);
+    sj = jbody(&s);
+    expect_same_items(pj, sj, "rv=0 LIST with a label selector");
+    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), 2, "a and d match app=x");
+    cJSON_Delete(pj);
+    cJSON_Delete(sj);
+    http_resp_free(&r);
+    http_resp_free(&s);
+
+    /* A metadata.name field selector on a watch from rv=0: only that object. */
+    w = wopen(px.url, "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=0"
+                      "&fieldSelector=metadata.name%3Dd", 200);
+    expect_ev(w, 0, "ADDED", "d", r3);
+    r4 = cm_patch(sim.url, "sel", "a", "{\"data\":{\"k\":\"a2\"}}");
+    r1 = cm_patch(sim.url, "sel", "d", "{\"data\":{\"k\":\"d2\"}}");
+    expect_ev(w, 1, "MODIFIED", "d", r1);
+    cr_assert_gt(r1, r4);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 / vectors 27-29, 36: periodic bookmarks carry the RV of writes the watcher does
+ * not see; the initial-events-end bookmark closes the initial state. */
+Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 60)
+{
+    struct srv sim, px;
+    struct watch *w;
+    uint64_t rv_a, rv_b, other, next, cache;
+    char path[256];
+    char want[512];
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--bookmark-interval", "1s"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--bookmark-interval", "1s"));
+    make_ns(sim.url, "bm");
+    make_ns(sim.url, "other");
+    rv_a = cm_create(sim.url, "bm", "a", NULL, "1");
+    rv_b = cm_create(sim.url, "bm", "b", NULL, "1");
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/bm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             rv_b);
+    w = wopen(px.url, path, 200);
+    other = cm_create(sim.url, "other", "x", NULL, "1");
+    snprintf(want, sizeof(want), CM_BOOKMARK_FMT, other);
+    expect_line(w, 0, want); /* no event for the other namespace; the bookmark has its RV */
+    /* The RV does not move for ~3 intervals: no further bookmark; the next line is the
+     * next write in scope. */
+    nap(3000);
+    cr_assert_eq(watch_line_count(w), 1u, "a bookmark only when the RV moved: %s",
+                 watch_line_count(w) > 1 ? watch_line(w, 1, NULL) : "");
+    next = cm_patch(sim.url, "bm", "a", "{\"data\":{\"k\":\"2\"}}");
+    expect_ev(w, 1, "MODIFIED", "a", next);
+    watch_close(w);
+    cache = wait_metric(&px, "kwp_resource_version", "configmaps", next, REQ_MS);
+
+    /* sendInitialEvents=true + NotOlderThan (vector 29): ADDED a, b, then the end bookmark. */
+    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&sendInitialEvents=true"
+                      "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=",
+              200);
+    expect_ev(w, 0, "ADDED", "a", next);
+    expect_ev(w, 1, "ADDED", "b", rv_b);
+    snprintf(want, sizeof(want), CM_END_BOOKMARK_FMT, cache);
+    expect_line(w, 2, want);
+    watch_close(w);
+
+    /* rv=0 with bookmarks (vector 28): the same end bookmark. */
+    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true",
+              200);
+    expect_ev(w, 0, "ADDED", "a", next);
+    expect_ev(w, 1, "ADDED", "b", rv_b);
+    expect_line(w, 2, want);
+    watch_close(w);
+
+    /* rv=0 without bookmarks (vector 27): no bookmark; a write is the next line. */
+    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0", 200);
+    expect_ev(w, 0, "ADDED", "a", next);
+    expect_ev(w, 1, "ADDED", "b", rv_b);
+    next = cm_patch(sim.url, "bm", "b", "{\"data\":{\"k\":\"2\"}}");
+    expect_ev(w, 2, "MODIFIED", "b", next);
+    watch_close(w);
+    (void)rv_a;
+    stop_both(&px, &sim);
+}
+
+/*
+ * A bookmark must never overtake events the watcher has not been sent yet: its RV tells the
+ * client "you have everything up to here" (client-go resumes from it). A reader that pauses
+ * while writes pile up, with --bookmark-interval 1s, must still see strictly increasing RVs
+ * over events and bookmarks, and every write once.
+ */
+Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 90)
+{
+    enum { WRITES = 30, VAL = 400 * 1024 };
+    struct srv sim, px;
+    struct bytes raw = {0}, body = {0};
+    struct tv evs[WRITES * 4];
+    uint64_t rv[WRITES];
+    uint64_t start;
+    char *val = malloc(VAL + 1);
+    char path[256];
+    size_t got, n, k = 0;
+    int fd, big = 4 << 20;
+
+    cr_assert_not_null(val);
+    memset(val, 'x', VAL);
+    val[VAL] = '\0';
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--bookmark-interval", "1s"));
+    make_ns(sim.url, "slowbm");
+    start = sim_stat(&sim, "revision"); /* newer than the configmaps cache: silent until then */
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/slowbm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             start);
+    fd = raw_get(px.url, 4096, path);
+    for (int i = 0; i < WRITES; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "big%02d", i);
+        rv[i] = cm_create(sim.url, "slowbm", name, NULL, val);
+    }
+    nap(2500); /* > 2 bookmark intervals while ~12 MB wait for this reader */
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    cr_assert_eq(drain(fd, &raw, 2000, 60000, &got), DRAIN_IDLE,
+                 "the watch stays open; read %zu bytes", got);
+    close(fd);
+    dechunk(&raw, &body);
+    n = body_events(&body, evs, sizeof(evs) / sizeof(evs[0]));
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) {
+            cr_assert_gt(evs[i].rv, evs[i - 1].rv,
+                         "line %zu (%s rv %" PRIu64 ") after line %zu (%s rv %" PRIu64
+                         "): RVs must increase over events and bookmarks",
+                         i, evs[i].type == 'B' ? "BOOKMARK" : "event", evs[i].rv, i - 1,
+                         evs[i - 1].type == 'B' ? "BOOKMARK" : "event", evs[i - 1].rv);
+        }
+        if (evs[i].type != 'B') {
+            cr_assert_lt(k, (size_t)WRITES, "more events than writes");
+            cr_assert_eq(evs[i].rv, rv[k], "event %zu: rv %" PRIu64 ", expected %" PRIu64, k,
+                         evs[i].rv, rv[k]);
+            k++;
+        }
+    }
+    cr_assert_eq(k, (size_t)WRITES, "%zu of %d writes arrived", k, WRITES);
+    free(raw.d);
+    free(body.d);
+    free(val);
+    stop_both(&px, &sim);
+}
+
+/* ====================================================================================== */
+/* upstream faults                                                                        */
+/* ====================================================================================== */
+
+/*
+ * Issue 3 / SEMANTICS 2.12, vector 39: the upstream watch breaks while events are in flight
+ * and the sim compacts past them, so the re-watch gets 410: the proxy relists, ends every
+ * downstream watch of the resource cleanly (no ERROR), and serves the sim's state again.
+ */
+Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 90)
+{
+    struct srv sim, px;
+    struct relay *rl;
+    struct watch *w1, *w2, *w3;
+    struct http_resp r, s;
+    uint64_t r0, held, compacted, lists0, relists0, rv;
+    char path[256];
+    char want[512];
+    cJSON *pj, *sj;
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"));
+    rl = relay_new(sim.url);
+    proxy_up(&px, rl->url, ARGS("--resources", "configmaps"));
+    make_ns(sim.url, "rl");
+    cm_create(sim.url, "rl", "c1", NULL, "1");
+    r0 = cm_create(sim.url, "rl", "c2", NULL, "1");
+    wait_metric(&px, "kwp_resource_version", "configmaps", r0, REQ_MS);
+    lists0 = sim_stat(&sim, "resources.configmaps.lists");
+    relists0 = metric(&px, "kwp_relists_total", "configmaps");
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
+             r0);
+    w1 = wopen(px.url, path, 200);
+    w2 = wopen(px.url, "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    wline(w2, 2); /* c1, c2, end bookmark */
+
+    /* Events the proxy never receives, then compaction past them, then the break. */
+    relay_set(rl, &rl->hold, true);
+    cm_create(sim.url, "rl", "c3", NULL, "1");
+    cm_delete(&sim, "rl", "c1");
+    held = cm_create(sim.url, "rl", "c4", NULL, "1");
+    {
+        struct http_resp c;
+        char cpath[64];
+
+        snprintf(cpath, sizeof(cpath), "/_sim/compact?revision=%" PRIu64, held);
+        req(sim.url, "POST", cpath, NULL, NULL, &c);
+        cr_assert_eq(c.code, 200, "compact: HTTP %ld %s", c.code, c.body);
+        http_resp_free(&c);
+    }
+    compacted = sim_stat(&sim, "compacted");
+    cr_assert_eq(compacted, held, "the sim compacted to its revision");
+    relay_cut(rl);
+
+    wait_metric(&px, "kwp_relists_total", "configmaps", relists0 + 1, 30000);
+    expect_clean_end(w1, 30000, "a namespaced watch open during the relist");
+    expect_clean_end(w2, 30000, "a cluster-wide watch open during the relist");
+    expect_no_error_event(w1, "namespaced watch");
+    expect_no_error_event(w2, "cluster-wide watch");
+    cr_assert_eq(watch_line_count(w1), 0u, "w1 saw none of the held events: %s",
+                 watch_line_count(w1) ? watch_line(w1, 0, NULL) : "");
+    watch_close(w1);
+    watch_close(w2);
+    cr_assert_eq(sim_stat(&sim, "resources.configmaps.lists"), lists0 + 1,
+                 "exactly one relist reached the sim");
+    wait_ready(&px);
+
+    /* The cache recovered: rv=0 equals the sim's state, at the relist RV. */
+    get(px.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &r);
+    get(sim.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &s);
+    cr_assert_eq(r.code, 200);
+    pj = jbody(&r);
+    sj = jbody(&s);
+    expect_same_items(pj, sj, "rv=0 LIST after the relist");
+    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), 3, "c2, c3, c4");
+    cr_assert_eq(jrv(pj), held, "cache RV = relist RV");
+    cJSON_Delete(pj);
+    cJSON_Delete(sj);
+    http_resp_free(&r);
+    http_resp_free(&s);
+
+    /* Re-watches below the relist RV are too old; at it they work (vector 39). */
+    w3 = wopen(px.url, path, 200);
+    snprintf(want, sizeof(want), TOO_OLD_FMT, r0, held);
+    expect_line(w3, 0, want);
+    expect_clean_end(w3, REQ_MS, "re-watch below the relist RV");
+    watch_close(w3);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
+             held);
+    w3 = wopen(px.url, path, 200);
+    rv = cm_create(sim.url, "rl", "c5", NULL, "1");
+    expect_ev(w3, 0, "ADDED", "c5", rv);
+    watch_close(w3);
+
+    srv_stop(&px, "kwp proxy");
+    relay_free(rl);
+    srv_stop(&sim, "kwp sim");
+}
+
+/*
+ * Issue 3: a broken upstream stream (connection reset with events in flight) resumes from the
+ * last RV with no lost and no duplicated event, and without a relist: a downstream watch
+ * opened before sees exactly the writes, in order.
+ */
+Test(proxy, broken_upstream_stream_resumes_without_loss_or_duplicates, .timeout = 90)
+{
+    enum { N = 12 };
+    struct srv sim, px;
+    struct relay *rl;
+    struct watch *w;
+    uint64_t rv[N + 1];
+    uint64_t start, lists0, relists0, upw0, simw0;
+    char path[256];
+    int k = 0;
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"));
+    rl = relay_new(sim.url);
+    proxy_up(&px, rl->url, ARGS("--resources", "configmaps"));
+    make_ns(sim.url, "rs");
+    start = sim_stat(&sim, "revision"); /* newer than the configmaps cache: silent until then */
+    lists0 = sim_stat(&sim, "resources.configmaps.lists");
+    simw0 = sim_stat(&sim, "resources.configmaps.watches");
+    relists0 = metric(&px, "kwp_relists_total", "configmaps");
+    upw0 = metric(&px, "kwp_upstream_watch_requests_total", "configmaps");
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/rs/configmaps?watch=1&resourceVersion=%" PRIu64,
+             start);
+    w = wopen(px.url, path, 200);
+    for (; k < 4; k++) { /* delivered normally */
+        char name[16];
+
+        snprintf(name, sizeof(name), "a%02d", k);
+        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
+    }
+    wline(w, 3);
+    relay_set(rl, &rl->hold, true);
+    for (; k < 8; k++) { /* in flight when the connection is reset */
+        char name[16];
+
+        snprintf(name, sizeof(name), "a%02d", k);
+        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
+    }
+    relay_cut(rl);
+    for (; k < N; k++) { /* while the proxy re-watches */
+        char name[16];
+
+        snprintf(name, sizeof(name), "a%02d", k);
+        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
+    }
+    for (int i = 0; i < N; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "a%02d", i);
+        expect_ev(w, (size_t)i, "ADDED", name, rv[i]);
+    }
+    /* Live after the resume, and nothing duplicated before it. */
+    rv[N] = cm_patch(sim.url, "rs", "a00", "{\"data\":{\"k\":\"2\"}}");
+    expect_ev(w, N, "MODIFIED", "a00", rv[N]);
+    cr_assert_eq(watch_line_count(w), (size_t)N + 1);
+    cr_assert_not(watch_ended(w, NULL, NULL), "the downstream watch survives a re-watch");
+    watch_close(w);
+
+    cr_assert_eq(metric(&px, "kwp_relists_total", "configmaps"), relists0,
+                 "a broken stream re-watches; it does not relist");
+    cr_assert_eq(sim_stat(&sim, "resources.configmaps.lists"), lists0, "no LIST upstream");
+    cr_assert_geq(metric(&px, "kwp_upstream_watch_requests_total", "configmaps"), upw0 + 1,
+                  "the proxy re-watched");
+    cr_assert_geq(sim_stat(&sim, "resources.configmaps.watches"), simw0 + 1);
+    srv_stop(&px, "kwp proxy");
+    relay_free(rl);
+    srv_stop(&sim, "kwp sim");
+}
+
+/* Issue 3 / rule 1: 200 downstream watches of one resource make one upstream watch, and all
+ * of them receive the next write. */
+Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 120)
+{
+    enum { N = 200 };
+    struct srv sim, px;
+    struct watch *w[N];
+    uint64_t start, watches0, rv;
+    char path[256];
+
+    sim_up(&sim, ARGS("--objects", "10", "--namespaces", "2", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods"));
+    start = sim_stat(&sim, "revision");
+    wait_metric(&px, "kwp_resource_version", "pods", start, REQ_MS);
+    cr_assert_eq(sim_stat(&sim, "resources.pods.watches_open"), 1u);
+    watches0 = sim_stat(&sim, "resources.pods.watches");
+
+    for (int i = 0; i < N; i++) {
+        snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%" PRIu64,
+                 i % 2 ? "/api/v1/pods" : "/api/v1/namespaces/default/pods", start);
+        w[i] = wopen(px.url, path, 200);
+    }
+    wait_metric(&px, "kwp_watches_open", "pods", N, REQ_MS);
+    cr_assert_eq(sim_stat(&sim, "resources.pods.watches_open"), 1u,
+                 "one upstream watch while %d downstream watches are open", N);
+    cr_assert_eq(sim_stat(&sim, "resources.pods.watches"), watches0,
+                 "no upstream WATCH request for downstream watches");
+    cr_assert_eq(metric(&px, "kwp_upstream_watches_open", "pods"), 1u);
+
+    rv = pod_create(sim.url, "default", "fan");
+    for (int i = 0; i < N; i++) {
+        expect_ev(w[i], 0, "ADDED", "fan", rv);
+    }
+    for (int i = 0; i < N; i++) {
+        watch_close(w[i]);
+    }
+    cr_assert_eq(sim_stat(&sim, "resources.pods.watches"), watches0);
+    stop_both(&px, &sim);
+}
+
+/*
+ * Issue 3 / SEMANTICS 2.11: a reader that stops reading is ended (its cursor falls out of a
+ * small history under churn) while a fast one on the same resource keeps receiving every
+ * event. The fast stream is checked against the sim's own watch over the same RV range.
+ */
+Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 150)
+{
+    enum { MAXEV = 60000 };
+    struct srv sim, px;
+    struct watch *fast, *ref;
+    uint64_t p0 = 0, s0 = 0, lo, hi, t0;
+    size_t got, i, j, i0;
+    enum drain_end how;
+    int fd, big = 1 << 20;
+    static uint64_t fr[MAXEV], sr[MAXEV];
+    size_t nf = 0, ns = 0;
+
+    /* Sim bookmarks far apart: this test is about the proxy's laggard rule alone. */
+    sim_up(&sim, ARGS("--objects", "50", "--namespaces", "2", "--churn", "500",
+                      "--bookmark-interval", "10m"));
+    proxy_up(&px, sim.url,
+             ARGS("--resources", "pods", "--history-min", "100", "--history-max", "100",
+                  "--history-window", "0"));
+
+    /* Reference: the sim's own watch; then the proxy's fast watcher. Both from rv=0 with the
+     * end bookmark, which gives the RV their live parts start after. */
+    ref = wopen(sim.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    fast = wopen(px.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    fd = raw_get(px.url, 4096, "/api/v1/pods?watch=1&resourceVersion=0");
+
+    t0 = http_now_ms();
+    nap(20000); /* the slow reader reads nothing while ~10000 events go by */
+    cr_assert_not(watch_ended(fast, NULL, NULL), "the fast watcher is still streaming");
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    how = drain(fd, NULL, 0, 60000, &got);
+    close(fd);
+    cr_assert(how == DRAIN_EOF || how == DRAIN_ERROR,
+              "the slow reader was not ended: still streaming after %" PRIu64
+              " ms (20 s stalled, then 60 s draining %zu bytes)",
+              http_now_ms() - t0, got);
+    cr_log_info("slow reader: %s after %" PRIu64 " ms (20 s stalled), %zu bytes drained",
+                how == DRAIN_EOF ? "EOF" : "reset", http_now_ms() - t0, got);
+    cr_assert_not(watch_ended(fast, NULL, NULL), "the fast watcher outlives the slow one");
+    wait_metric(&px, "kwp_watches_open", "pods", 1, REQ_MS);
+
+    /* Compare the live parts over the common RV range. */
+    for (i = 0; i < watch_line_count(fast) && nf < MAXEV; i++) {
+        const char *l = watch_line(fast, i, NULL);
+        struct ev e;
+
+        ev_parse(l, &e);
+        if (strcmp(e.type, "BOOKMARK") == 0) {
+            cr_assert(p0 == 0 && strstr(l, "initial-events-end"), "unexpected bookmark: %s", l);
+            p0 = e.rv;
+        } else if (p0 != 0) {
+            fr[nf++] = e.rv;
+        }
+        ev_free(&e);
+    }
+    for (i = 0; i < watch_line_count(ref) && ns < MAXEV; i++) {
+        const char *l = watch_line(ref, i, NULL);
+        struct ev e;
+
+        ev_parse(l, &e);
+        if (strcmp(e.type, "BOOKMARK") == 0) {
+            s0 = s0 == 0 ? e.rv : s0;
+        } else if (s0 != 0) {
+            sr[ns++] = e.rv;
+        }
+        ev_free(&e);
+    }
+    watch_close(fast);
+    watch_close(ref);
+    cr_assert(p0 != 0 && s0 != 0, "both streams sent their initial-events-end bookmark");
+    cr_assert_gt(nf, 1000u, "the fast watcher received %zu live events", nf);
+    lo = p0 > s0 ? p0 : s0;
+    hi = fr[nf - 1] < sr[ns - 1] ? fr[nf - 1] : sr[ns - 1];
+    for (i = 0; i < nf && fr[i] <= lo; i++) {
+    }
+    for (j = 0; j < ns && sr[j] <= lo; j++) {
+    }
+    i0 = i;
+    for (; i < nf && j < ns && fr[i] <= hi && sr[j] <= hi; i++, j++) {
+        cr_assert_eq(fr[i], sr[j], "fast watcher: rv %" PRIu64 " where the sim sent %" PRIu64
+                     " (lost, duplicated or reordered)", fr[i], sr[j]);
+    }
+    cr_log_info("fast watcher: %zu live events, %zu compared with the sim's", nf, i - i0);
+    cr_assert((i == nf || fr[i] > hi) && (j == ns || sr[j] > hi),
+              "the streams hold different events up to rv %" PRIu64, hi);
+    stop_both(&px, &sim);
+}
+
+/* ====================================================================================== */
+/* bad input, unavailable upstreams, shutdown                                             */
+/* ====================================================================================== */
+
+/* Issue 3 "Bad input" / SEMANTICS 1.1, 2.1, 5: kube-apiserver's Status for bad requests. */
+Test(proxy, bad_query_parameters_get_kube_status, .timeout = 60)
+{
+    static const char *const bad_rv_list =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"invalid resource version: resourceVersion: Invalid value: \\\"abc\\\": "
+        "strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\",\"reason\":\"BadRequest\","
+        "\"code\":400}";
+    static const char *const bad_rv_watch =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"resourceVersion: Invalid value: \\\"abc\\\": strconv.ParseUint: parsing "
+        "\\\"abc\\\": invalid syntax\",\"code\":500}";
+    static const char *const bad_selector =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"found '==', expected: !, identifier, or 'end of string'\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    static const char *const bad_field =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"field label not supported: spec.foo\",\"reason\":\"BadRequest\","
+        "\"code\":400}";
+    static const char *const continue_rv =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"specifying resource version is not allowed when using continue\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    static const char *const rvm_no_rv =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"ListOptions.meta.k8s.io \\\"\\\" is invalid: resourceVersionMatch: "
+        "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided\","
+        "\"reason\":\"Invalid\",\"details\":{\"group\":\"meta.k8s.io\",\"kind\":\"ListOptions\","
+        "\"causes\":[{\"reason\":\"FieldValueForbidden\",\"message\":\"Forbidden: "
+        "resourceVersionMatch is forbidden unless resourceVersion is provided\","
+        "\"field\":\"resourceVersionMatch\"}]},\"code\":422}";
+    /* Requests whose answer must be the sim's (the reference apiserver) byte for byte. */
+    static const char *const same_as_sim[] = {
+        "/api/v1/namespaces/default/pods?resourceVersion=0&resourceVersionMatch=Exact",
+        "/api/v1/namespaces/default/pods?resourceVersion=1&resourceVersionMatch=Foo",
+        "/api/v1/namespaces/default/pods?sendInitialEvents=true",
+        "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true",
+        "/api/v1/namespaces/default/pods?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+        "/api/v1/namespaces/default/pods?continue=garbage!!",
+        "/api/v1/namespaces/default/pods?limit=abc",
+        "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=abc",
+        "/api/v1/namespaces/default/pods?fieldSelector=metadata.name",
+        "/api/v1/namespaces/default/pods/p?resourceVersion=abc",
+        "/api/v1/namespaces/default/pods/zzz?resourceVersion=0",
+        "/api/v1/namespaces/default/configmaps?fieldSelector=spec.foo%3Dbar",
+        NULL,
+    };
+    struct srv sim, px;
+    struct http_resp r, s;
+    char path[1024];
+    cJSON *j;
+
+    sim_up(&sim, ARGS("--objects", "6", "--namespaces", "1", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods,configmaps"));
+
+    get(px.url, "/api/v1/namespaces/default/pods?resourceVersion=abc", &r);
+    expect_exact(&r, 400, bad_rv_list);
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?watch=1&resourceVersion=abc", &r);
+    expect_exact(&r, 500, bad_rv_watch);
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?labelSelector=%3D%3Dx", &r);
+    expect_exact(&r, 400, bad_selector);
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?watch=1&labelSelector=%3D%3Dx", &r);
+    expect_exact(&r, 400, bad_selector);
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?resourceVersion=0&fieldSelector=spec.foo%3Dbar", &r);
+    expect_exact(&r, 400, bad_field);
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?resourceVersionMatch=Exact", &r);
+    expect_exact(&r, 422, rvm_no_rv);
+    http_resp_free(&r);
+
+    /* continue together with an rv (vector 14): a real token from a paginated LIST. */
+    get(sim.url, "/api/v1/namespaces/default/pods?limit=2", &s);
+    j = jbody(&s);
+    cr_assert_str_neq(jtxt(j, "metadata.continue"), "(absent)", "a continue token");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods?limit=2&continue=%s&resourceVersion=%" PRIu64,
+             jtxt(j, "metadata.continue"), jrv(j));
+    get(px.url, path, &r);
+    expect_exact(&r, 400, continue_rv);
+    http_resp_free(&r);
+    cJSON_Delete(j);
+    http_resp_free(&s);
+
+    for (size_t i = 0; same_as_sim[i]; i++) {
+        get(px.url, same_as_sim[i], &r);
+        get(sim.url, same_as_sim[i], &s);
+        cr_assert_geq(s.code, 400, "%s is an error at the sim (HTTP %ld)", same_as_sim[i], s.code);
+        cr_assert_eq(r.code, s.code, "%s: proxy HTTP %ld, sim HTTP %ld\nproxy: %s\n  sim: %s",
+                     same_as_sim[i], r.code, s.code, r.body, s.body);
+        cr_assert(r.body_len == s.body_len && memcmp(r.body, s.body, s.body_len) == 0,
+                  "%s: proxy and sim bodies differ\nproxy: %s\n  sim: %s", same_as_sim[i],
+                  r.body, s.body);
+        http_resp_free(&r);
+        http_resp_free(&s);
+    }
+
+    /* Still serving. */
+    cr_assert_eq(get_code(px.url, "/api/v1/pods?resourceVersion=0"), 200);
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
+ * keeps serving. */
+Test(proxy, oversized_body_and_url_rejected, .timeout = 60)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    size_t n, body_size = 4u << 20, url_size = 256u << 10;
+    char *body = malloc(body_size + 256);
+    char *url = malloc(url_size + 512);
+    uint64_t before;
+    int rc;
+
+    cr_assert(body && url);
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps"));
+    make_ns(px.url, "big");
+    before = sim_stat(&sim, "revision");
+
+    n = (size_t)snprintf(body, 256,
+                         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                         "{\"name\":\"huge\"},\"data\":{\"k\":\"");
+    memset(body + n, 'z', body_size);
+    snprintf(body + n + body_size, 16, "\"}}");
+    req(px.url, "POST", "/api/v1/namespaces/big/configmaps", "application/json", body, &r);
+    cr_assert_eq(r.code, 413, "4 MiB body with --max-body 3Mi: HTTP %ld %.300s", r.code, r.body);
+    http_resp_free(&r);
+    cr_assert_eq(sim_stat(&sim, "revision"), before, "nothing was written upstream");
+
+    n = (size_t)snprintf(url, 512, "%s/api/v1/namespaces/big/configmaps?labelSelector=a%%3D",
+                         px.url);
+    memset(url + n, 'x', url_size);
+    url[n + url_size] = '\0';
+    rc = http_do("GET", url, NULL, NULL, NULL, REQ_MS, &r);
+    cr_assert_eq(rc, 0, "over-long URL: the proxy must answer (%d)", rc);
+    cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld",
+              r.code);
+    http_resp_free(&r);
+
+    /* A write of normal size through the proxy still works. */
+    cr_assert_gt(cm_create(px.url, "big", "small", NULL, "ok"), before);
+    free(body);
+    free(url);
+    stop_both(&px, &sim);
+}
+
+/* Issue 3 / SEMANTICS 3.5: an upstream that refuses connections: not ready, still up, and
+ * cached requests get the 429 "storage is (re)initializing". */
+Test(proxy, refused_upstream_not_ready_429, .timeout = 60)
+{
+    struct srv px;
+    struct http_resp r;
+
+    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"),
+              NULL);
+    for (int i = 0; i < 10; i++) {
+        cr_assert_eq(get_code(px.url, "/readyz"), 503, "readyz while upstream refuses");
+        cr_assert_eq(get_code(px.url, "/healthz"), 200, "the process is up");
+        nap(200);
+    }
+    cr_assert_eq(proc_kill(px.p, 0), 0, "the proxy is still running");
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    expect_exact(&r, 429, NOT_READY_BODY);
+    expect_header(&r, "Retry-After", "1");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods?watch=1", &r);
+    expect_exact(&r, 429, NOT_READY_BODY);
+    expect_header(&r, "Retry-After", "1");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/pods?labelSelector=a%3Db&limit=5&resourceVersion=0", &r);
+    expect_exact(&r, 429, NOT_READY_BODY);
+    http_resp_free(&r);
+    srv_stop(&px, "kwp proxy");
+}
+
+/* Issue 3: an upstream that hangs from the start (frozen sim): not ready, cached requests
+ * get the 429 at once, and SIGTERM still exits 0 with an upstream request in flight. */
+Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 60)
+{
+    struct srv sim, px;
+    struct http_resp r;
+
+    const char *argv[10] = {proc_kwp_bin(), "proxy", "--listen", "127.0.0.1:0", "--upstream",
+                            NULL, "--resources", "pods", NULL};
+
+    sim_up(&sim, ARGS("--objects", "3", "--churn", "0"));
+    cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
+    argv[5] = sim.url;
+    memset(&px, 0, sizeof(px));
+    px.p = proc_spawn(argv, px.url, sizeof(px.url));
+    if (px.p == NULL) {
+        proc_kill(sim.p, SIGCONT);
+    }
+    cr_assert_not_null(px.p, "the proxy did not accept connections within %d ms while its "
+                             "upstream hangs (it must serve /readyz 503 and the 429 meanwhile)",
+                       PROC_READY_TIMEOUT_MS);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(get_code(px.url, "/readyz"), 503, "readyz while upstream hangs");
+        nap(200);
+    }
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    expect_exact(&r, 429, NOT_READY_BODY);
+    http_resp_free(&r);
+    srv_stop(&px, "kwp proxy");
+    cr_assert_eq(proc_kill(sim.p, SIGCONT), 0);
+    srv_stop(&sim, "kwp sim");
+}
+
+/* Issue 3: an upstream that goes away after the sync: rv=0 still served, /readyz 503. */
+Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 60)
+{
+    struct srv sim, px;
+    struct relay *rl;
+    struct http_resp r, s;
+    cJSON *pj, *sj;
+    bool ok;
+
+    sim_up(&sim, ARGS("--objects", "8", "--namespaces", "1", "--churn", "0"));
+    rl = relay_new(sim.url);
+    proxy_up(&px, rl->url, ARGS("--resources", "pods"));
+    get(sim.url, "/api/v1/pods?resourceVersion=0", &s);
+    relay_set(rl, &rl->reset, true);
+    relay_cut(rl);
+    WAIT_FOR(ok, get_code(px.url, "/readyz") == 503, 20000);
+    cr_assert(ok, "/readyz 503 once the upstream is gone");
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    cr_assert_eq(r.code, 200, "rv=0 from the cache while upstream is gone: HTTP %ld %s", r.code,
+                 r.body);
+    pj = jbody(&r);
+    sj = jbody(&s);
+    expect_same_items(pj, sj, "rv=0 LIST with the upstream gone");
+    cJSON_Delete(pj);
+    cJSON_Delete(sj);
+    http_resp_free(&r);
+    http_resp_free(&s);
+
+    /* Upstream back: ready again. */
+    relay_set(rl, &rl->reset, false);
+    wait_ready(&px);
+    srv_stop(&px, "kwp proxy");
+    relay_free(rl);
+    srv_stop(&sim, "kwp sim");
+}
+
+/* Issue 3 (nice to have): an upstream that hangs after the sync (frozen sim): rv=0 still
+ * served, and the proxy notices and reports not-ready. */
+Test(proxy, frozen_upstream_after_sync_serves_rv0_not_ready, .timeout = 90)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    bool ok;
+
+    sim_up(&sim, ARGS("--objects", "8", "--namespaces", "1", "--churn", "0",
+                      "--bookmark-interval", "1s"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods"));
+    cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
+    get(px.url, "/api/v1/pods?resourceVersion=0", &r);
+    cr_assert_eq(r.code, 200, "rv=0 while the upstream hangs: HTTP %ld", r.code);
+    http_resp_free(&r);
+    WAIT_FOR(ok, get_code(px.url, "/readyz") == 503, 30000);
+    cr_assert_eq(proc_kill(sim.p, SIGCONT), 0);
+    cr_assert(ok, "/readyz still 200 after 30 s with the upstream frozen (SIGSTOP)");
+    stop_both(&px, &sim);
+}
+
+/* Issue 3: SIGTERM with open watches: every watch ends cleanly and the exit status is 0
+ * within 5 s. */
+Test(proxy, sigterm_with_open_watches_exits_0, .timeout = 60)
+{
+    enum { N = 12 };
+    struct srv sim, px;
+    struct watch *w[N];
+    uint64_t t0, dt;
+    int st;
+
+    sim_up(&sim, ARGS("--objects", "20", "--namespaces", "2", "--churn", "20"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods,configmaps"));
+    for (int i = 0; i < N; i++) {
+        static const char *const paths[] = {
+            "/api/v1/pods?watch=1&resourceVersion=0",
+            "/api/v1/pods?watch=1&allowWatchBookmarks=true",
+            "/api/v1/namespaces/default/configmaps?watch=1",
+            "/api/v1/namespaces/ns-1/pods?watch=1&labelSelector=app%3Dapi",
+        };
+
+        w[i] = wopen(px.url, paths[i % 4], 200);
+    }
+    wait_metric(&px, "kwp_watches_open", "pods", 9, REQ_MS);
+    t0 = http_now_ms();
+    st = proc_stop(px.p);
+    dt = http_now_ms() - t0;
+    px.p = NULL;
+    cr_assert_eq(st, 0, "exit status %d after SIGTERM with %d watches open", st, N);
+    cr_assert_lt(dt, 5000u, "exited after %" PRIu64 " ms", dt);
+    for (int i = 0; i < N; i++) {
+        expect_clean_end(w[i], 5000, "a watch at shutdown");
+        expect_no_error_event(w[i], "a watch at shutdown");
+        watch_close(w[i]);
+    }
+    srv_stop(&sim, "kwp sim");
+}
