@@ -9,9 +9,14 @@
  * flag is set, clearing that flag (whoever clears it owns the wake-up); after unlocking it
  * calls their wake functions. A suspended watcher cannot be freed before its wake call, and
  * the (fn, ctx) pairs are copied under the lock, so no watcher memory is read unlocked.
- * Invariant: a suspended STREAM watcher has consumed everything (cursor == head) when it
- * suspended, and every push after that either wakes it or, when its namespace scope does not
- * match, moves its cursor past the event; so idle scoped watchers never become laggards.
+ * Dispatch index: each STREAM watcher sits in exactly one place, a bucket keyed by its
+ * trigger value ('t') or namespace ('n'), or the unscoped list. An event visits the unscoped
+ * list and the buckets of its object's namespace and of its object's and previous object's
+ * trigger values: the watchers that can match it, not all of them (SEMANTICS 3.6).
+ * Invariant: a suspended STREAM watcher had consumed everything (cursor == head) when it
+ * suspended, and every push in its scope after that wakes it. So while it stays suspended,
+ * every event past its cursor is out of its scope: when it is woken its cursor may jump to the
+ * waking event (or to head for a timer or a sweep), and a suspended watcher is never a laggard.
  */
 #include "cache/resource.h"
 
@@ -26,8 +31,18 @@
 #include "cache/snapshot.h"
 #include "cache/store.h"
 
+/* A dispatch bucket: the STREAM watchers with one trigger value or one namespace. */
+struct wbucket {
+    char type;             /* 't' trigger value, 'n' namespace */
+    char *val;
+    uint64_t hash;
+    struct watcher *head;  /* linked through bprev/bnext */
+    struct wbucket *hnext; /* hash chain */
+};
+
 struct resource {
     char *name; /* immutable */
+    const char *trigger_field; /* set once before watchers attach */
     void *user; /* owner's pointer; set once at startup */
     pthread_mutex_t mu;
     pthread_cond_t fresh; /* broadcast whenever rv moves; CLOCK_MONOTONIC */
@@ -37,6 +52,10 @@ struct resource {
     struct snapshot *snap;   /* current state, built lazily; NULL after a change */
     struct watcher *streams; /* attached STREAM watchers */
     struct watcher *waiters; /* attached RVWAIT watchers */
+    struct watcher *unscoped; /* STREAM watchers without a bucket (bprev/bnext) */
+    struct wbucket **btab;    /* dispatch buckets, chained; btab_cap is a power of two */
+    size_t btab_cap;
+    size_t btab_len;
     uint64_t rv;             /* current rv (events, progress, relists) */
     uint64_t epoch;          /* bumped by every relist; ends older STREAM watchers */
     bool ready;              /* a relist completed and upstream has not broken since */
@@ -148,13 +167,163 @@ static void list_del(struct watcher **head, struct watcher *w)
     w->next = NULL;
 }
 
+static uint64_t bucket_hash(char type, const char *val)
+{
+    uint64_t h = 1469598103934665603ull ^ (unsigned char)type;
+
+    h *= 1099511628211ull;
+    for (const unsigned char *p = (const unsigned char *)val; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static struct wbucket *bucket_find(const struct resource *res, char type, const char *val)
+{
+    uint64_t h;
+
+    if (res->btab_cap == 0) {
+        return NULL;
+    }
+    h = bucket_hash(type, val);
+    for (struct wbucket *b = res->btab[h & (res->btab_cap - 1)]; b != NULL; b = b->hnext) {
+        if (b->hash == h && b->type == type && strcmp(b->val, val) == 0) {
+            return b;
+        }
+    }
+    return NULL;
+}
+
+static void btab_grow(struct resource *res)
+{
+    size_t cap = res->btab_cap ? res->btab_cap * 2 : 64;
+    struct wbucket **tab = xcalloc(cap, sizeof(*tab));
+
+    for (size_t i = 0; i < res->btab_cap; i++) {
+        struct wbucket *next;
+        for (struct wbucket *b = res->btab[i]; b != NULL; b = next) {
+            next = b->hnext;
+            b->hnext = tab[b->hash & (cap - 1)];
+            tab[b->hash & (cap - 1)] = b;
+        }
+    }
+    free(res->btab);
+    res->btab = tab;
+    res->btab_cap = cap;
+}
+
+/* Puts a STREAM watcher in its bucket (creating it) or on the unscoped list. */
+static void index_add(struct resource *res, struct watcher *w)
+{
+    char type = 0;
+    const char *val = NULL;
+    struct watcher **head = &res->unscoped;
+
+    if (w->trigger != NULL && res->trigger_field != NULL) {
+        type = 't';
+        val = w->trigger;
+    } else if (w->ns != NULL) {
+        type = 'n';
+        val = w->ns;
+    }
+    w->bucket = NULL;
+    if (type != 0) {
+        struct wbucket *b = bucket_find(res, type, val);
+        if (b == NULL) {
+            if (res->btab_len >= res->btab_cap) {
+                btab_grow(res);
+            }
+            b = xcalloc(1, sizeof(*b));
+            b->type = type;
+            b->val = xstrdup(val);
+            b->hash = bucket_hash(type, val);
+            b->hnext = res->btab[b->hash & (res->btab_cap - 1)];
+            res->btab[b->hash & (res->btab_cap - 1)] = b;
+            res->btab_len++;
+        }
+        w->bucket = b;
+        head = &b->head;
+    }
+    w->bprev = NULL;
+    w->bnext = *head;
+    if (*head != NULL) {
+        (*head)->bprev = w;
+    }
+    *head = w;
+}
+
+static void index_del(struct resource *res, struct watcher *w)
+{
+    struct wbucket *b = w->bucket;
+    struct watcher **head = b != NULL ? &b->head : &res->unscoped;
+
+    if (w->bprev != NULL) {
+        w->bprev->bnext = w->bnext;
+    } else {
+        *head = w->bnext;
+    }
+    if (w->bnext != NULL) {
+        w->bnext->bprev = w->bprev;
+    }
+    w->bprev = w->bnext = NULL;
+    w->bucket = NULL;
+    if (b != NULL && b->head == NULL) { /* drop the empty bucket */
+        struct wbucket **pp = &res->btab[b->hash & (res->btab_cap - 1)];
+        while (*pp != b) {
+            pp = &(*pp)->hnext;
+        }
+        *pp = b->hnext;
+        res->btab_len--;
+        free(b->val);
+        free(b);
+    }
+}
+
+/* Wakes a suspended STREAM watcher at <seq>: everything between its cursor and <seq> was out
+ * of its scope (see the invariant at the top), so the cursor may skip it. */
+static void wake_stream(struct wakeset *ws, struct watcher *w, uint64_t seq)
+{
+    if (w->cursor < seq) {
+        w->cursor = seq;
+    }
+    wakeset_add(ws, w);
+}
+
+/* Visits one dispatch list for the event at <seq>. */
+static void dispatch_list(struct watcher *head, struct wakeset *ws, uint64_t seq)
+{
+    for (struct watcher *w = head; w != NULL; w = w->bnext) {
+        if (w->suspended) {
+            wake_stream(ws, w, seq);
+        }
+    }
+}
+
+static void dispatch_bucket(struct resource *res, struct wakeset *ws, char type, const char *val,
+                            uint64_t seq)
+{
+    struct wbucket *b = bucket_find(res, type, val);
+
+    if (b != NULL) {
+        dispatch_list(b->head, ws, seq);
+    }
+}
+
+static const char *trigger_of(const struct resource *res, const struct blob *b)
+{
+    const char *v = blob_field(b, res->trigger_field);
+    return v != NULL ? v : ""; /* an absent field compares as "" (SEMANTICS 7.1) */
+}
+
 /*
  * Ends a STREAM watcher whose cursor fell below the tail; counted once, because <closed>
  * short-circuits every later check. The writer never waits for it (DESIGN "Laggards").
  */
 static bool check_laggard(struct resource *res, struct watcher *w)
 {
-    if (!w->closed && w->cursor < ring_tail(res->ring)) {
+    /* A suspended watcher has nothing in scope pending: never a laggard (invariant above). */
+    if (!w->closed && !w->suspended && w->cursor < ring_tail(res->ring)) {
         w->closed = true;
         res->n_laggards++;
     }
@@ -220,6 +389,7 @@ static void attach(struct resource *res, struct watcher *w, enum watcher_kind ki
     w->closed = false;
     if (kind == WATCHER_STREAM) {
         list_add(&res->streams, w);
+        index_add(res, w);
         res->n_streams++;
     } else {
         list_add(&res->waiters, w);
@@ -252,6 +422,8 @@ void resource_free(struct resource *res)
     }
     /* A watcher still attached would point into freed memory. */
     BUG_ON(res->streams != NULL || res->waiters != NULL);
+    BUG_ON(res->btab_len != 0); /* empty buckets are freed at detach */
+    free(res->btab);
     snapshot_unref(res->snap);
     ring_free(res->ring);
     store_free(res->store);
@@ -264,6 +436,14 @@ void resource_free(struct resource *res)
 const char *resource_name(const struct resource *res)
 {
     return res->name;
+}
+
+void resource_set_trigger(struct resource *res, const char *field)
+{
+    lock(res);
+    BUG_ON(res->streams != NULL); /* the index is built at attach */
+    res->trigger_field = field;
+    unlock(res);
 }
 
 void resource_set_user(struct resource *res, void *user)
@@ -343,31 +523,27 @@ int resource_apply(struct resource *res, enum watch_type type, struct blob *obj,
     /* The ring's last rv never exceeds res->rv, so this push cannot be refused. */
     rc = ring_push(res->ring, type, obj, prev, rv, now_ms);
     BUG_ON(rc != 0);
-    blob_unref(prev);
     res->rv = rv;
     res->n_events++;
     drop_snapshot(res);
     pthread_cond_broadcast(&res->fresh);
 
     /*
-     * One pass over the streams. Running readers need nothing: they will call
-     * resource_watch_next again. A suspended one is woken when the event is in its scope,
-     * when it was just ended, or when it is somehow behind; otherwise its cursor skips the
-     * event so it stays level with head.
+     * Only the watchers that can match: running readers need nothing (they call
+     * resource_watch_next again); suspended ones in scope are woken at this event.
      */
-    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
-        bool ended = check_laggard(res, w);
-
-        if (!w->suspended) {
-            continue; /* its reader is running and will call resource_watch_next */
-        }
-        if (ended || w->ns == NULL || strcmp(w->ns, obj->ns) == 0 || w->cursor != seq) {
-            wakeset_add(&ws, w);
-        } else {
-            /* Out of scope: the reader would drop it anyway; keep the idle cursor current. */
-            w->cursor = seq + 1;
+    dispatch_list(res->unscoped, &ws, seq);
+    if (res->btab_len > 0) {
+        dispatch_bucket(res, &ws, 'n', obj->ns, seq);
+        if (res->trigger_field != NULL) {
+            const char *t = trigger_of(res, obj);
+            dispatch_bucket(res, &ws, 't', t, seq);
+            if (prev != NULL && strcmp(trigger_of(res, prev), t) != 0) {
+                dispatch_bucket(res, &ws, 't', trigger_of(res, prev), seq);
+            }
         }
     }
+    blob_unref(prev);
     wake_waiters(res, &ws);
     unlock(res);
     wakeset_run(&ws);
@@ -800,6 +976,7 @@ void resource_watch_detach(struct resource *res, struct watcher *w)
     if (w->attached) {
         if (w->kind == WATCHER_STREAM) {
             list_del(&res->streams, w);
+            index_del(res, w);
             res->n_streams--;
         } else {
             list_del(&res->waiters, w);
@@ -852,7 +1029,9 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
                 w->closed = true;
                 due = true;
             }
-            if (due) {
+            if (due && w->kind == WATCHER_STREAM) {
+                wake_stream(&ws, w, ring_head(res->ring));
+            } else if (due) {
                 wakeset_add(&ws, w);
             }
         }

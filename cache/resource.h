@@ -50,6 +50,9 @@ struct watcher {
     void *wake_ctx;
     enum watcher_kind kind;
     const char *ns; /* dispatch scope: only events in this namespace wake it; NULL = any */
+    const char *trigger; /* dispatch scope: only events whose object (or previous object) has
+                            this value in the resource's trigger field wake it (e.g. pods
+                            with spec.nodeName=X); NULL = none. Takes precedence over ns. */
     /* private: under the resource lock */
     uint64_t cursor;  /* next ring seq to deliver */
     uint64_t epoch;   /* resource epoch at attach; a relist bumps it and ends the watch */
@@ -59,7 +62,9 @@ struct watcher {
     bool attached;
     bool suspended; /* the reader is (about to be) suspended; cleared by whoever wakes it */
     bool closed;    /* ended by the cache (relist, laggard, shutdown) or killed by a sweep */
-    struct watcher *prev, *next;
+    struct watcher *prev, *next;   /* all watchers of the kind */
+    struct watcher *bprev, *bnext; /* STREAM: the dispatch bucket (or the unscoped list) */
+    void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
 };
 
 /* Counters, read with resource_stats(). */
@@ -84,6 +89,13 @@ void resource_free(struct resource *res);
 
 /* The name given to resource_new (for logs and metrics). */
 const char *resource_name(const struct resource *res);
+
+/*
+ * Names the trigger field of this resource (pods: "spec.nodeName", SEMANTICS 3.6): watchers
+ * that set w->trigger are then indexed by its value, so an event only visits the watchers
+ * that can match it. Call once before any watcher attaches; <field> must outlive <res>.
+ */
+void resource_set_trigger(struct resource *res, const char *field);
 
 /* An opaque pointer the owner may hang on the resource (e.g. its API metadata). */
 void resource_set_user(struct resource *res, void *user);

@@ -912,3 +912,150 @@ Test(resource, snapshot_at_matches_bruteforce_replay, .timeout = 120)
     free(m->made);
     free(m);
 }
+
+/* ---- dispatch index ----------------------------------------------------------------------- */
+
+/* A pod blob with a spec.nodeName field. */
+static struct blob *mk_node(const char *ns, const char *name, const char *node, uint64_t rv)
+{
+    char rvs[24];
+    struct blob_kv f = {"spec.nodeName", node};
+
+    snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
+    return blob_new(rvs, strlen(rvs),
+                    &(struct blob_meta){.ns = ns, .name = name, .rv_str = rvs, .fields = &f,
+                                        .n_fields = node ? 1 : 0});
+}
+
+static void put_node(struct resource *res, enum watch_type t, const char *name, const char *node,
+                     uint64_t rv)
+{
+    struct blob *b = mk_node("default", name, node, rv);
+
+    cr_assert_eq(resource_apply(res, t, b, rv, 0), 0);
+    blob_unref(b);
+}
+
+Test(resource, idle_scoped_watcher_survives_ring_wrap_and_sees_only_its_events, .timeout = 120)
+{
+    struct resource *res = new_ready(4, 10);
+    struct watcher w;
+    struct waker k;
+    uint64_t rvs[8];
+
+    winit(&w, &k, res, "a");
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 0); /* suspended, caught up */
+    for (uint64_t rv = 11; rv <= 30; rv++) {   /* 20 events elsewhere wrap a 4-slot ring */
+        put(res, WATCH_ADDED, "b", "x", rv);
+    }
+    cr_assert_eq(atomic_load(&k.calls), 0, "out-of-scope events do not wake it");
+    put(res, WATCH_ADDED, "a", "mine", 31);
+    cr_assert_eq(atomic_load(&k.calls), 1);
+    cr_assert_eq(drain(res, &w, rvs, 8), 1, "not a laggard: it missed nothing in scope");
+    cr_assert_eq(rvs[0], 31);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, trigger_watchers_woken_only_for_their_value_old_or_new, .timeout = 120)
+{
+    struct resource *res = new_res(64);
+    struct watcher w1, w2, any;
+    struct waker k1, k2, ka;
+    uint64_t rvs[8];
+
+    resource_set_trigger(res, "spec.nodeName");
+    cr_assert_eq(resource_replace(res, NULL, 0, 1, 0), 0);
+    winit(&w1, &k1, res, NULL);
+    w1.trigger = "n1";
+    winit(&w2, &k2, res, NULL);
+    w2.trigger = "n2";
+    winit(&any, &ka, res, "default"); /* namespace-scoped, no trigger */
+    cr_assert_eq(resource_watch_from(res, &w1, 1, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &w2, 1, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &any, 1, NULL), 0);
+    drain(res, &w1, NULL, 0);
+    drain(res, &w2, NULL, 0);
+    drain(res, &any, NULL, 0);
+
+    put_node(res, WATCH_ADDED, "p", "n1", 2);
+    cr_assert_eq(atomic_load(&k1.calls), 1);
+    cr_assert_eq(atomic_load(&k2.calls), 0);
+    cr_assert_eq(atomic_load(&ka.calls), 1);
+    cr_assert_eq(drain(res, &w1, rvs, 8), 1);
+    cr_assert_eq(drain(res, &any, NULL, 0), 1);
+
+    /* moving p from n1 to n2 concerns both node watchers (DELETED for one, ADDED for the
+     * other after filtering) */
+    put_node(res, WATCH_MODIFIED, "p", "n2", 3);
+    cr_assert_eq(atomic_load(&k1.calls), 2);
+    cr_assert_eq(atomic_load(&k2.calls), 1);
+    cr_assert_eq(drain(res, &w1, rvs, 8), 1);
+    cr_assert_eq(rvs[0], 3);
+    cr_assert_eq(drain(res, &w2, rvs, 8), 1, "w2 skipped rv 2, out of its scope");
+    cr_assert_eq(rvs[0], 3);
+
+    /* an object without the field matches the trigger value "" only */
+    put_node(res, WATCH_ADDED, "q", NULL, 4);
+    cr_assert_eq(atomic_load(&k1.calls), 2);
+    cr_assert_eq(atomic_load(&k2.calls), 1);
+    resource_watch_detach(res, &w1);
+    resource_watch_detach(res, &w2);
+    resource_watch_detach(res, &any);
+    resource_free(res);
+}
+
+#define MANY_NODES 10000
+
+Test(resource, ten_thousand_node_watchers_one_event_one_wake, .timeout = 120)
+{
+    struct resource *res = new_res(64);
+    struct watcher *ws = calloc(MANY_NODES, sizeof(*ws));
+    struct waker *ks = calloc(MANY_NODES, sizeof(*ks));
+    char (*names)[16] = calloc(MANY_NODES, sizeof(*names));
+    int total = 0;
+
+    resource_set_trigger(res, "spec.nodeName");
+    cr_assert_eq(resource_replace(res, NULL, 0, 1, 0), 0);
+    for (int i = 0; i < MANY_NODES; i++) {
+        snprintf(names[i], sizeof(names[i]), "node-%d", i);
+        winit(&ws[i], &ks[i], NULL, NULL);
+        ws[i].trigger = names[i];
+        cr_assert_eq(resource_watch_from(res, &ws[i], 1, NULL), 0);
+        cr_assert_eq(drain(res, &ws[i], NULL, 0), 0);
+    }
+    put_node(res, WATCH_ADDED, "p", "node-4242", 2);
+    for (int i = 0; i < MANY_NODES; i++) {
+        total += atomic_load(&ks[i].calls);
+    }
+    cr_assert_eq(total, 1, "exactly the one watcher of node-4242 is visited and woken");
+    cr_assert_eq(atomic_load(&ks[4242].calls), 1);
+    for (int i = 0; i < MANY_NODES; i++) {
+        resource_watch_detach(res, &ws[i]);
+    }
+    resource_free(res);
+    free(ws);
+    free(ks);
+    free(names);
+}
+
+Test(resource, tick_wake_skips_out_of_scope_events, .timeout = 120)
+{
+    struct resource *res = new_ready(64, 1);
+    struct watcher w;
+    struct waker k;
+
+    winit(&w, &k, res, "a");
+    cr_assert_eq(resource_watch_from(res, &w, 1, NULL), 0);
+    cr_assert_eq(drain(res, &w, NULL, 0), 0);
+    put(res, WATCH_ADDED, "b", "x", 2);
+    put(res, WATCH_ADDED, "b", "y", 3);
+    resource_watch_set_due(res, &w, 5);
+    cr_assert_eq(resource_tick(res, 10, NULL, NULL), 1);
+    cr_assert_eq(drain(res, &w, NULL, 0), 0, "nothing in scope to deliver after a timer wake");
+    put(res, WATCH_ADDED, "a", "z", 4);
+    cr_assert_eq(drain(res, &w, NULL, 0), 1);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
