@@ -5,7 +5,8 @@
 # "summary: N passed, N failed" (N = CTest tests over both runs).
 #
 # Environment: KWP_JOBS (default 2), KWP_BUILD_DIR (default build), KWP_ASAN_BUILD_DIR
-# (default build-asan), KWP_SKIP_ASAN=1 to skip the sanitizer run (local use).
+# (default build-asan), KWP_TSAN_BUILD_DIR (default build-tsan), KWP_SKIP_ASAN=1 /
+# KWP_SKIP_TSAN=1 to skip a sanitizer run (local use).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,6 +92,23 @@ if [ "${KWP_SKIP_ASAN:-0}" != "1" ]; then
        -DKWP_SANITIZE=address,undefined >/dev/null &&
      run_phase "asan build" cmake --build "$ASAN_DIR" -j"$JOBS"; then
     run_ctest "tests (asan+ubsan)" "$ASAN_DIR"
+  else
+    total_failed=$((total_failed + 1))
+  fi
+fi
+
+# ThreadSanitizer on the concurrency test of the cache core (one writer, many readers, the
+# wake protocol). Only that binary: Criterion itself cannot start other test binaries under
+# TSan on this machine (test_resource_mt.c carries the workaround).
+if [ "${KWP_SKIP_TSAN:-0}" != "1" ]; then
+  TSAN_DIR="${KWP_TSAN_BUILD_DIR:-build-tsan}"
+  if run_phase "tsan build" bash -c "cmake -S . -B '$TSAN_DIR' -DKWP_WERROR=ON -DKWP_SANITIZE=thread >/dev/null && cmake --build '$TSAN_DIR' -j$JOBS --target test_resource_mt"; then
+    if run_phase "tsan test_resource_mt" env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+         "$TSAN_DIR/tests/test_resource_mt" --jobs 1; then
+      total_passed=$((total_passed + 1))
+    else
+      total_failed=$((total_failed + 1))
+    fi
   else
     total_failed=$((total_failed + 1))
   fi
