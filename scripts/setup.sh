@@ -16,6 +16,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev
   libcriterion-dev zlib1g-dev libclang-rt-14-dev
+  python3-kubernetes
 )
 
 SUDO=()
@@ -41,6 +42,17 @@ else
 fi
 
 cd "$ROOT"
+# The pinned @kubernetes/client-node for tests/clients/test_node_client.sh: npm ci only when
+# node_modules is missing or older than package-lock.json.
+NODE_DIR=tests/clients/node
+if [ ! -f "$NODE_DIR/node_modules/.package-lock.json" ] ||
+  [ "$NODE_DIR/package-lock.json" -nt "$NODE_DIR/node_modules/.package-lock.json" ]; then
+  echo "setup: npm ci in $NODE_DIR"
+  npm ci --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error
+else
+  echo "setup: $NODE_DIR/node_modules up to date"
+fi
+
 cmake -S . -B "$BUILD_DIR" -DKWP_WERROR=ON >/dev/null
 cmake --build "$BUILD_DIR" -j"$JOBS"
 echo "setup: built $ROOT/$BUILD_DIR/kwp"
