@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# test_python_client.sh - Debian's python3-kubernetes (TOOLCHAIN 5.3) through `kwp proxy` in
+# front of `kwp sim`, both on 127.0.0.1 port 0. The proxy caches pods with a fixed history of 5
+# events, so a handful of writes moves its window. tests/clients/python/watch_client.py is the
+# client; it checks what the library hands its user:
+#   - list_namespaced_pod through kwp = the simulator's pods;
+#   - watch.Watch().stream from the list RV yields every create/patch/delete made meanwhile
+#     through the API (types, names, labels, increasing RVs equal to the writes' RVs), served
+#     by kwp's cache;
+#   - after the simulator compacts and kwp's window moves past the old RV, resuming from it
+#     raises ApiException(410, "Expired: too old resource version: N (M)"), after one retry
+#     when no timeout_seconds is given;
+#   - relisting and watching again works.
+#
+# Environment: KWP_BIN (default build/kwp), KWP_PYTHON (default /usr/bin/python3: the only
+# interpreter that imports the Debian package). Prints PASS/FAIL lines and ends with
+# "N passed, N failed"; exits non-zero on any failure. Only processes this script started are
+# signalled, by PID.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+KWP_BIN="${KWP_BIN:-build/kwp}"
+PY="${KWP_PYTHON:-/usr/bin/python3}"
+
+pass=0
+fail=0
+KWP_PIDS=()
+KWP_NAMES=()
+DRAIN_PIDS=()
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-python-XXXXXX")"
+
+ok() {
+  echo "PASS: $1"
+  pass=$((pass + 1))
+}
+
+bad() {
+  local name="$1" line
+  shift
+  echo "FAIL: $name"
+  for line in "$@"; do
+    echo "      $line"
+  done
+  fail=$((fail + 1))
+}
+
+# stop_pid PID SECONDS: TERM, wait up to SECONDS, then KILL. Sets STOP_RC to its exit status.
+stop_pid() {
+  local pid="$1" secs="$2" i
+  STOP_RC=0
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < secs * 20; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "      pid $pid ignored SIGTERM for ${secs}s; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$pid" 2>/dev/null
+  STOP_RC=$?
+}
+
+finish() {
+  local i
+  trap - EXIT
+  # Newest first: the proxy before its upstream.
+  for ((i = ${#KWP_PIDS[@]} - 1; i >= 0; i--)); do
+    stop_pid "${KWP_PIDS[$i]}" 5
+    if [ "$STOP_RC" -eq 0 ]; then
+      ok "kwp ${KWP_NAMES[$i]} exits 0 on SIGTERM"
+    else
+      bad "kwp ${KWP_NAMES[$i]} exits 0 on SIGTERM" "exit status $STOP_RC" \
+        "$(tail -n 20 "$TMP/${KWP_NAMES[$i]}.log" 2>/dev/null)"
+    fi
+  done
+  for i in "${DRAIN_PIDS[@]}"; do
+    wait "$i" 2>/dev/null
+  done
+  if [ "$fail" -eq 0 ]; then
+    rm -rf "$TMP"
+  else
+    echo "logs kept in $TMP"
+  fi
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+  exit $?
+}
+trap finish EXIT
+
+# start_kwp NAME ARGS...: starts `kwp ARGS` in the background, sets URL from its
+# "listening on" stdout line (5 s bound). Logs in $TMP/NAME.log.
+start_kwp() {
+  local name="$1" line deadline
+  shift
+  URL=""
+  mkfifo "$TMP/$name.fifo"
+  "$KWP_BIN" "$@" >"$TMP/$name.fifo" 2>"$TMP/$name.log" &
+  KWP_PIDS+=($!)
+  KWP_NAMES+=("$name")
+  exec 3<"$TMP/$name.fifo"
+  deadline=$((SECONDS + 5))
+  while [ "$SECONDS" -lt "$deadline" ] && IFS= read -r -t 5 -u 3 line; do
+    case "$line" in
+      "listening on "*)
+        URL="${line#listening on }"
+        break
+        ;;
+    esac
+  done
+  # Keep draining stdout so kwp never blocks on a full pipe.
+  cat <&3 >"$TMP/$name.stdout" &
+  DRAIN_PIDS+=($!)
+  exec 3<&-
+  if [ -z "$URL" ]; then
+    bad "kwp $name prints its URL within 5 s" "log: $(tail -n 20 "$TMP/$name.log")"
+    exit 1
+  fi
+}
+
+if [ ! -x "$KWP_BIN" ]; then
+  bad "kwp binary present" "$KWP_BIN is not executable (set KWP_BIN)"
+  exit 1
+fi
+if ! ver="$("$PY" -c 'import kubernetes; print(kubernetes.__version__)' 2>&1)"; then
+  bad "$PY imports kubernetes (apt-get install python3-kubernetes; scripts/setup.sh does)" "$ver"
+  exit 1
+fi
+ok "$PY imports kubernetes $ver"
+
+t0=$SECONDS
+start_kwp sim sim --listen 127.0.0.1:0 --objects 10 --namespaces 2 --seed 7 --churn 0 \
+  --compaction-interval 0
+SIM="$URL"
+start_kwp proxy proxy --upstream "$SIM" --listen 127.0.0.1:0 --resources pods \
+  --history-min 5 --history-max 5 --history-window 0
+PROXY="$URL"
+
+code=""
+deadline=$((SECONDS + 10))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$PROXY/readyz")"
+  [ "$code" = 200 ] && break
+  sleep 0.1
+done
+if [ "$code" = 200 ]; then
+  ok "kwp sim at $SIM, kwp proxy at $PROXY ready"
+else
+  bad "kwp proxy /readyz 200 within 10 s" "last code $code" "$(tail -n 20 "$TMP/proxy.log")"
+  exit 1
+fi
+
+timeout 120 "$PY" "$HERE/python/watch_client.py" "$PROXY" "$SIM" >"$TMP/client.out" 2>"$TMP/client.err"
+rc=$?
+cat "$TMP/client.out"
+n_pass=$(grep -c '^PASS: ' "$TMP/client.out")
+n_fail=$(grep -c '^FAIL: ' "$TMP/client.out")
+pass=$((pass + n_pass))
+fail=$((fail + n_fail))
+if [ "$rc" -ne 0 ] && [ "$n_fail" -eq 0 ]; then
+  bad "watch_client.py ran to the end" "exit status $rc (124 = timed out after 120 s)" \
+    "stderr: $(tail -n 30 "$TMP/client.err")"
+elif [ "$rc" -ne 0 ] && [ -s "$TMP/client.err" ]; then
+  echo "      client stderr: $(tail -n 30 "$TMP/client.err")"
+fi
+echo "client part took $((SECONDS - t0)) s"
