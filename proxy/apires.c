@@ -200,6 +200,10 @@ struct apires *apires_new(const struct apires_kind *kind, char *owned,
     }
     ar->res = resource_new(name, ring);
     resource_set_user(ar->res, ar);
+    /* SEMANTICS 3.6: pods are dispatched by spec.nodeName (kubelets watch their node's pods) */
+    if (kind->group[0] == '\0' && strcmp(kind->plural, "pods") == 0) {
+        resource_set_trigger(ar->res, "spec.nodeName");
+    }
     return ar;
 }
 
