@@ -248,6 +248,39 @@ static void stamp(struct sim *s, cJSON *obj)
     cJSON_AddStringToObject(ann, "kwp.io/stamp-ns", v);
 }
 
+/* Pads a generated object with annotation kwp.io/pad so it prints to about --object-bytes. */
+static void pad(struct sim *s, cJSON *obj)
+{
+    cJSON *meta, *ann;
+    char *txt;
+    size_t len;
+
+    if (s->o.object_bytes <= 0) {
+        return;
+    }
+    txt = cJSON_PrintUnformatted(obj);
+    len = strlen(txt);
+    cJSON_free(txt);
+    if ((int64_t)len + 32 >= s->o.object_bytes) {
+        return;
+    }
+    meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!cJSON_IsObject(meta)) {
+        return;
+    }
+    ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (!cJSON_IsObject(ann)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+        ann = cJSON_AddObjectToObject(meta, "annotations");
+    }
+    size_t n = (size_t)s->o.object_bytes - len - 32;
+    char *v = xmalloc(n + 1);
+    memset(v, 'x', n);
+    v[n] = '\0';
+    cJSON_AddStringToObject(ann, "kwp.io/pad", v);
+    free(v);
+}
+
 /* ---- request bodies -------------------------------------------------------------------- */
 
 static bool ctype_is(const char *ct, const char *want)
@@ -1013,6 +1046,7 @@ static void seed_one(struct sim *s, const char *plural, const char *ns, const ch
     if (!obj) {
         return;
     }
+    pad(s, obj);
     if (do_create(s, ar, ns, obj, &b, &st) == 0) {
         blob_unref(b);
     } else {
@@ -1321,6 +1355,7 @@ int sim_main(int argc, char **argv)
         {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
         {"resource", CFG_LIST, &o.resources, 0, 0, "extra resource group/version/plural[:namespaced|:cluster] (repeatable)"},
         {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
+        {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024, "pad generated objects to about this size with a kwp.io/pad annotation (default: no padding, pods ~1.1 KB)"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
         {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
         {"token", CFG_STR, &o.token, 0, 0, "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},

@@ -32,6 +32,7 @@ struct sim_opts {
     int64_t threads;               /* HTTP worker threads */
     int64_t max_body;              /* request body cap */
     bool stamp;                    /* write a kwp.io/stamp-ns annotation on every change */
+    int64_t object_bytes;          /* pad generated objects to about this many bytes (0 = no) */
     const char *token;             /* require "Authorization: Bearer <token>" (401 otherwise) */
     const char *tls_cert_file;     /* serve https with this PEM certificate and key */
     const char *tls_key_file;
