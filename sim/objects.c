@@ -767,6 +767,21 @@ static cJSON *gen_pod(struct rng *r, const char *ns, const char *name)
     add_str(add_obj(add_obj(cs, "state"), "running"), "startedAt", buf);
     cJSON_AddItemToObject(cs, "ready", cj(cJSON_CreateTrue()));
     add_num(cs, "restartCount", 0);
+    {
+        /* image and imageID are always set by the kubelet; typed clients require them */
+        const cJSON *c0 = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
+                                             "containers"),
+            0);
+        const cJSON *img = cJSON_GetObjectItemCaseSensitive(c0, "image");
+        char id[160];
+        rng_hex(r, hash, 10);
+        add_str(cs, "image", cJSON_IsString(img) ? img->valuestring : "registry.k8s.io/pause:3.10");
+        snprintf(id, sizeof(id), "%s@sha256:%s%s%s%s%s%s", cJSON_IsString(img) ? img->valuestring
+                                                                            : "pause",
+                 hash, hash, hash, hash, hash, hash);
+        add_str(cs, "imageID", id);
+    }
     rng_hex(r, hash, 10);
     snprintf(buf, sizeof(buf), "containerd://%s", hash);
     add_str(cs, "containerID", buf);

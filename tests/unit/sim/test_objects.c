@@ -573,8 +573,9 @@ Test(objects, generated_pods_look_real_and_weigh_about_1kb)
         total += n;
         free(s);
     }
-    cr_assert(min >= 900 && max <= 1300, "stored pod sizes %zu..%zu bytes", min, max);
-    cr_assert(total / 200 >= 1000 && total / 200 <= 1200, "mean %zu", total / 200);
+    /* ~1 KB, as the fan-out benchmarks want; containerStatuses carry image and imageID */
+    cr_assert(min >= 900 && max <= 1400, "stored pod sizes %zu..%zu bytes", min, max);
+    cr_assert(total / 200 >= 1000 && total / 200 <= 1350, "mean %zu", total / 200);
 }
 
 Test(objects, different_seeds_give_different_objects)
