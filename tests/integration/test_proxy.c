@@ -940,7 +940,7 @@ static size_t body_events(const struct bytes *body, struct tv *out, size_t max)
 /* ====================================================================================== */
 
 /* Issue 3: rv=0 is served from the cache while the simulator is stopped (SIGSTOP). */
-Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 90)
+Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp s, r;
@@ -1017,7 +1017,7 @@ Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 90)
 
 /* Issue 3: rv unset is a consistent read: forwarded, one upstream LIST per request, and the
  * answer is the upstream's own. */
-Test(proxy, list_rv_unset_reaches_upstream, .timeout = 60)
+Test(proxy, list_rv_unset_reaches_upstream, .timeout = 180)
 {
     static const char *const paths[] = {
         "/api/v1/pods",
@@ -1060,7 +1060,7 @@ Test(proxy, list_rv_unset_reaches_upstream, .timeout = 60)
 }
 
 /* Issue 3 / SEMANTICS 1.4: --too-large-rv=local waits 3 s and answers the 504 itself. */
-Test(proxy, too_large_rv_local_504_after_3s, .timeout = 90)
+Test(proxy, too_large_rv_local_504_after_3s, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp r;
@@ -1125,7 +1125,7 @@ Test(proxy, too_large_rv_local_504_after_3s, .timeout = 90)
 }
 
 /* Issue 3: with the default (forward) the request reaches the sim, whose 504 comes back. */
-Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 90)
+Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp r;
@@ -1185,7 +1185,7 @@ Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 90)
 /* ====================================================================================== */
 
 /* Issue 3 / vector 22: replay from rv N is exactly the writes after N, in order, then live. */
-Test(proxy, watch_replays_writes_after_rv, .timeout = 60)
+Test(proxy, watch_replays_writes_after_rv, .timeout = 180)
 {
     struct srv sim, px;
     struct watch *w;
@@ -1241,7 +1241,7 @@ Test(proxy, watch_replays_writes_after_rv, .timeout = 60)
 
 /* Issue 3 / vectors 23-24: once the proxy's history moved past the rv, HTTP 200 and one
  * ERROR event with the proxy's boundary, then the stream ends. */
-Test(proxy, watch_too_old_410_error_event, .timeout = 60)
+Test(proxy, watch_too_old_410_error_event, .timeout = 180)
 {
     struct srv sim, px;
     struct watch *w;
@@ -1306,7 +1306,7 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 60)
 }
 
 /* Issue 3 / vector 35: label-selector transitions through the proxy. */
-Test(proxy, watch_label_selector_transitions, .timeout = 60)
+Test(proxy, watch_label_selector_transitions, .timeout = 180)
 {
     struct srv sim, px;
     struct watch *w;
@@ -1378,7 +1378,7 @@ Test(proxy, watch_label_selector_transitions, .timeout = 60)
 
 /* Issue 3 / vectors 27-29, 36: periodic bookmarks carry the RV of writes the watcher does
  * not see; the initial-events-end bookmark closes the initial state. */
-Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 60)
+Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 180)
 {
     struct srv sim, px;
     struct watch *w;
@@ -1445,20 +1445,19 @@ Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 60)
  * while writes pile up, with --bookmark-interval 1s, must still see strictly increasing RVs
  * over events and bookmarks, and every write once.
  */
-Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 90)
+Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 180)
 {
     enum { WRITES = 30, VAL = 400 * 1024 };
     struct srv sim, px;
-    struct bytes raw = {0}, body = {0};
+    static struct bytes raw, body; /* static: still reachable (not a leak) if an assert fires */
+    static char val[VAL + 1];
     struct tv evs[WRITES * 4];
     uint64_t rv[WRITES];
     uint64_t start;
-    char *val = malloc(VAL + 1);
     char path[256];
     size_t got, n, k = 0;
     int fd, big = 4 << 20;
 
-    cr_assert_not_null(val);
     memset(val, 'x', VAL);
     val[VAL] = '\0';
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
@@ -1500,7 +1499,6 @@ Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 90)
     cr_assert_eq(k, (size_t)WRITES, "%zu of %d writes arrived", k, WRITES);
     free(raw.d);
     free(body.d);
-    free(val);
     stop_both(&px, &sim);
 }
 
@@ -1509,14 +1507,75 @@ Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 90)
 /* ====================================================================================== */
 
 /*
- * Issue 3 / SEMANTICS 2.12, vector 39: the upstream watch breaks while events are in flight
+ * Two ways to break the proxy's upstream watch so that the writes made meanwhile never reach
+ * it on that stream:
+ *   BREAK_RELAY: the relay holds the sim->proxy bytes, then resets every connection (the
+ *                events in flight are lost with the connection);
+ *   BREAK_HOOK:  the proxy is frozen (SIGSTOP), the sim ends its watch streams
+ *                (POST /_sim/drop-watches), and the proxy is thawed after the writes.
+ * break_begin() starts the break, break_end() completes it; writes go in between.
+ */
+enum break_how { BREAK_RELAY, BREAK_HOOK };
+
+struct upstream {
+    struct srv sim, px;
+    struct relay *rl; /* BREAK_RELAY only */
+    enum break_how how;
+};
+
+static void upstream_up(struct upstream *u, enum break_how how, const char *resources)
+{
+    memset(u, 0, sizeof(*u));
+    u->how = how;
+    sim_up(&u->sim, ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"));
+    if (how == BREAK_RELAY) {
+        u->rl = relay_new(u->sim.url);
+    }
+    proxy_up(&u->px, how == BREAK_RELAY ? u->rl->url : u->sim.url, ARGS("--resources", resources));
+}
+
+static void break_begin(struct upstream *u, const char *resource)
+{
+    if (u->how == BREAK_RELAY) {
+        relay_set(u->rl, &u->rl->hold, true);
+    } else {
+        struct http_resp r;
+        char path[128];
+
+        cr_assert_eq(proc_kill(u->px.p, SIGSTOP), 0);
+        snprintf(path, sizeof(path), "/_sim/drop-watches?resource=%s", resource);
+        req(u->sim.url, "POST", path, NULL, NULL, &r);
+        cr_assert_eq(r.code, 200, "%s: HTTP %ld %s", path, r.code, r.body);
+        http_resp_free(&r);
+    }
+}
+
+static void break_end(struct upstream *u)
+{
+    if (u->how == BREAK_RELAY) {
+        relay_cut(u->rl);
+    } else {
+        cr_assert_eq(proc_kill(u->px.p, SIGCONT), 0);
+    }
+}
+
+static void upstream_down(struct upstream *u)
+{
+    srv_stop(&u->px, "kwp proxy");
+    if (u->rl != NULL) {
+        relay_free(u->rl);
+    }
+    srv_stop(&u->sim, "kwp sim");
+}
+
+/*
+ * Issue 3 / SEMANTICS 2.12, vector 39: the upstream watch breaks with writes it never carried
  * and the sim compacts past them, so the re-watch gets 410: the proxy relists, ends every
  * downstream watch of the resource cleanly (no ERROR), and serves the sim's state again.
  */
-Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 90)
+static void relist_case(enum break_how how)
 {
-    struct srv sim, px;
-    struct relay *rl;
+    struct upstream u;
     struct watch *w1, *w2, *w3;
     struct http_resp r, s;
     uint64_t r0, held, compacted, lists0, relists0, rv;
@@ -1524,41 +1583,39 @@ Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 90)
     char want[512];
     cJSON *pj, *sj;
 
-    sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"));
-    rl = relay_new(sim.url);
-    proxy_up(&px, rl->url, ARGS("--resources", "configmaps"));
-    make_ns(sim.url, "rl");
-    cm_create(sim.url, "rl", "c1", NULL, "1");
-    r0 = cm_create(sim.url, "rl", "c2", NULL, "1");
-    wait_metric(&px, "kwp_resource_version", "configmaps", r0, REQ_MS);
-    lists0 = sim_stat(&sim, "resources.configmaps.lists");
-    relists0 = metric(&px, "kwp_relists_total", "configmaps");
+    upstream_up(&u, how, "configmaps");
+    make_ns(u.sim.url, "rl");
+    cm_create(u.sim.url, "rl", "c1", NULL, "1");
+    r0 = cm_create(u.sim.url, "rl", "c2", NULL, "1");
+    wait_metric(&u.px, "kwp_resource_version", "configmaps", r0, REQ_MS);
+    lists0 = sim_stat(&u.sim, "resources.configmaps.lists");
+    relists0 = metric(&u.px, "kwp_relists_total", "configmaps");
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
              r0);
-    w1 = wopen(px.url, path, 200);
-    w2 = wopen(px.url, "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    w1 = wopen(u.px.url, path, 200);
+    w2 = wopen(u.px.url, "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
     wline(w2, 2); /* c1, c2, end bookmark */
 
     /* Events the proxy never receives, then compaction past them, then the break. */
-    relay_set(rl, &rl->hold, true);
-    cm_create(sim.url, "rl", "c3", NULL, "1");
-    cm_delete(&sim, "rl", "c1");
-    held = cm_create(sim.url, "rl", "c4", NULL, "1");
+    break_begin(&u, "configmaps");
+    cm_create(u.sim.url, "rl", "c3", NULL, "1");
+    cm_delete(&u.sim, "rl", "c1");
+    held = cm_create(u.sim.url, "rl", "c4", NULL, "1");
     {
         struct http_resp c;
         char cpath[64];
 
         snprintf(cpath, sizeof(cpath), "/_sim/compact?revision=%" PRIu64, held);
-        req(sim.url, "POST", cpath, NULL, NULL, &c);
+        req(u.sim.url, "POST", cpath, NULL, NULL, &c);
         cr_assert_eq(c.code, 200, "compact: HTTP %ld %s", c.code, c.body);
         http_resp_free(&c);
     }
-    compacted = sim_stat(&sim, "compacted");
+    compacted = sim_stat(&u.sim, "compacted");
     cr_assert_eq(compacted, held, "the sim compacted to its revision");
-    relay_cut(rl);
+    break_end(&u);
 
-    wait_metric(&px, "kwp_relists_total", "configmaps", relists0 + 1, 30000);
+    wait_metric(&u.px, "kwp_relists_total", "configmaps", relists0 + 1, 30000);
     expect_clean_end(w1, 30000, "a namespaced watch open during the relist");
     expect_clean_end(w2, 30000, "a cluster-wide watch open during the relist");
     expect_no_error_event(w1, "namespaced watch");
@@ -1567,13 +1624,13 @@ Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 90)
                  watch_line_count(w1) ? watch_line(w1, 0, NULL) : "");
     watch_close(w1);
     watch_close(w2);
-    cr_assert_eq(sim_stat(&sim, "resources.configmaps.lists"), lists0 + 1,
+    cr_assert_eq(sim_stat(&u.sim, "resources.configmaps.lists"), lists0 + 1,
                  "exactly one relist reached the sim");
-    wait_ready(&px);
+    wait_ready(&u.px);
 
     /* The cache recovered: rv=0 equals the sim's state, at the relist RV. */
-    get(px.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &r);
-    get(sim.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &s);
+    get(u.px.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &r);
+    get(u.sim.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &s);
     cr_assert_eq(r.code, 200);
     pj = jbody(&r);
     sj = jbody(&s);
@@ -1586,72 +1643,69 @@ Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 90)
     http_resp_free(&s);
 
     /* Re-watches below the relist RV are too old; at it they work (vector 39). */
-    w3 = wopen(px.url, path, 200);
+    w3 = wopen(u.px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, r0, held);
     expect_line(w3, 0, want);
     expect_clean_end(w3, REQ_MS, "re-watch below the relist RV");
     watch_close(w3);
     snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
              held);
-    w3 = wopen(px.url, path, 200);
-    rv = cm_create(sim.url, "rl", "c5", NULL, "1");
+    w3 = wopen(u.px.url, path, 200);
+    rv = cm_create(u.sim.url, "rl", "c5", NULL, "1");
     expect_ev(w3, 0, "ADDED", "c5", rv);
     watch_close(w3);
 
-    srv_stop(&px, "kwp proxy");
-    relay_free(rl);
-    srv_stop(&sim, "kwp sim");
+    upstream_down(&u);
+}
+
+Test(proxy, relist_after_upstream_410_ends_watches_and_recovers, .timeout = 180)
+{
+    relist_case(BREAK_RELAY);
+}
+
+Test(proxy, relist_after_upstream_410_via_sim_drop_watches, .timeout = 180)
+{
+    relist_case(BREAK_HOOK);
 }
 
 /*
- * Issue 3: a broken upstream stream (connection reset with events in flight) resumes from the
- * last RV with no lost and no duplicated event, and without a relist: a downstream watch
- * opened before sees exactly the writes, in order.
+ * Issue 3: a broken upstream stream (reset with events in flight, or ended by the sim while the
+ * proxy was frozen) resumes from the last RV with no lost and no duplicated event, and without
+ * a relist: a downstream watch opened before sees exactly the writes, in order.
  */
-Test(proxy, broken_upstream_stream_resumes_without_loss_or_duplicates, .timeout = 90)
+static void resume_case(enum break_how how)
 {
     enum { N = 12 };
-    struct srv sim, px;
-    struct relay *rl;
+    struct upstream u;
     struct watch *w;
     uint64_t rv[N + 1];
     uint64_t start, lists0, relists0, upw0, simw0;
     char path[256];
-    int k = 0;
 
-    sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"));
-    rl = relay_new(sim.url);
-    proxy_up(&px, rl->url, ARGS("--resources", "configmaps"));
-    make_ns(sim.url, "rs");
-    start = sim_stat(&sim, "revision"); /* newer than the configmaps cache: silent until then */
-    lists0 = sim_stat(&sim, "resources.configmaps.lists");
-    simw0 = sim_stat(&sim, "resources.configmaps.watches");
-    relists0 = metric(&px, "kwp_relists_total", "configmaps");
-    upw0 = metric(&px, "kwp_upstream_watch_requests_total", "configmaps");
+    upstream_up(&u, how, "configmaps");
+    make_ns(u.sim.url, "rs");
+    start = sim_stat(&u.sim, "revision"); /* newer than the configmaps cache: silent until then */
+    lists0 = sim_stat(&u.sim, "resources.configmaps.lists");
+    simw0 = sim_stat(&u.sim, "resources.configmaps.watches");
+    relists0 = metric(&u.px, "kwp_relists_total", "configmaps");
+    upw0 = metric(&u.px, "kwp_upstream_watch_requests_total", "configmaps");
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/rs/configmaps?watch=1&resourceVersion=%" PRIu64,
              start);
-    w = wopen(px.url, path, 200);
-    for (; k < 4; k++) { /* delivered normally */
+    w = wopen(u.px.url, path, 200);
+    /* a00-a03 delivered normally; a04-a07 written during the break (never sent on the old
+     * stream); a08-a11 while the proxy re-watches. */
+    for (int i = 0; i < N; i++) {
         char name[16];
 
-        snprintf(name, sizeof(name), "a%02d", k);
-        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
-    }
-    wline(w, 3);
-    relay_set(rl, &rl->hold, true);
-    for (; k < 8; k++) { /* in flight when the connection is reset */
-        char name[16];
-
-        snprintf(name, sizeof(name), "a%02d", k);
-        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
-    }
-    relay_cut(rl);
-    for (; k < N; k++) { /* while the proxy re-watches */
-        char name[16];
-
-        snprintf(name, sizeof(name), "a%02d", k);
-        rv[k] = cm_create(sim.url, "rs", name, NULL, "1");
+        if (i == 4) {
+            wline(w, 3);
+            break_begin(&u, "configmaps");
+        } else if (i == 8) {
+            break_end(&u);
+        }
+        snprintf(name, sizeof(name), "a%02d", i);
+        rv[i] = cm_create(u.sim.url, "rs", name, NULL, "1");
     }
     for (int i = 0; i < N; i++) {
         char name[16];
@@ -1660,26 +1714,77 @@ Test(proxy, broken_upstream_stream_resumes_without_loss_or_duplicates, .timeout 
         expect_ev(w, (size_t)i, "ADDED", name, rv[i]);
     }
     /* Live after the resume, and nothing duplicated before it. */
-    rv[N] = cm_patch(sim.url, "rs", "a00", "{\"data\":{\"k\":\"2\"}}");
+    rv[N] = cm_patch(u.sim.url, "rs", "a00", "{\"data\":{\"k\":\"2\"}}");
     expect_ev(w, N, "MODIFIED", "a00", rv[N]);
     cr_assert_eq(watch_line_count(w), (size_t)N + 1);
     cr_assert_not(watch_ended(w, NULL, NULL), "the downstream watch survives a re-watch");
     watch_close(w);
 
-    cr_assert_eq(metric(&px, "kwp_relists_total", "configmaps"), relists0,
+    cr_assert_eq(metric(&u.px, "kwp_relists_total", "configmaps"), relists0,
                  "a broken stream re-watches; it does not relist");
-    cr_assert_eq(sim_stat(&sim, "resources.configmaps.lists"), lists0, "no LIST upstream");
-    cr_assert_geq(metric(&px, "kwp_upstream_watch_requests_total", "configmaps"), upw0 + 1,
+    cr_assert_eq(sim_stat(&u.sim, "resources.configmaps.lists"), lists0, "no LIST upstream");
+    cr_assert_geq(metric(&u.px, "kwp_upstream_watch_requests_total", "configmaps"), upw0 + 1,
                   "the proxy re-watched");
-    cr_assert_geq(sim_stat(&sim, "resources.configmaps.watches"), simw0 + 1);
-    srv_stop(&px, "kwp proxy");
-    relay_free(rl);
-    srv_stop(&sim, "kwp sim");
+    cr_assert_geq(sim_stat(&u.sim, "resources.configmaps.watches"), simw0 + 1);
+    upstream_down(&u);
+}
+
+Test(proxy, broken_upstream_stream_resumes_without_loss_or_duplicates, .timeout = 180)
+{
+    resume_case(BREAK_RELAY);
+}
+
+Test(proxy, ended_upstream_stream_resumes_via_sim_drop_watches, .timeout = 180)
+{
+    resume_case(BREAK_HOOK);
+}
+
+/* Issue 3 "Bad input" / rule 11: an upstream watch line longer than --max-line is logged and
+ * causes a relist, never a crash; downstream watches end cleanly and the cache recovers. */
+Test(proxy, overlong_upstream_line_relists, .timeout = 180)
+{
+    enum { VAL = 100 * 1024 };
+    static char val[VAL + 1];
+    struct srv sim, px;
+    struct watch *w;
+    struct http_resp r;
+    uint64_t relists0, errors0, rv;
+    char path[256];
+    cJSON *j;
+
+    memset(val, 'q', VAL);
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--max-line", "64Ki"));
+    make_ns(sim.url, "long");
+    rv = cm_create(sim.url, "long", "small", NULL, "1");
+    wait_metric(&px, "kwp_resource_version", "configmaps", rv, REQ_MS);
+    relists0 = metric(&px, "kwp_relists_total", "configmaps");
+    errors0 = metric(&px, "kwp_upstream_errors_total", "configmaps");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/long/configmaps?watch=1&resourceVersion=%" PRIu64,
+             rv);
+    w = wopen(px.url, path, 200);
+
+    rv = cm_create(sim.url, "long", "huge", NULL, val);
+    wait_metric(&px, "kwp_relists_total", "configmaps", relists0 + 1, 30000);
+    cr_assert_gt(metric(&px, "kwp_upstream_errors_total", "configmaps"), errors0,
+                 "the over-long line counts as an upstream error");
+    expect_clean_end(w, 30000, "a downstream watch during the relist");
+    expect_no_error_event(w, "a downstream watch during the relist");
+    watch_close(w);
+    wait_ready(&px);
+    get(px.url, "/api/v1/namespaces/long/configmaps?resourceVersion=0", &r);
+    cr_assert_eq(r.code, 200);
+    j = jbody(&r);
+    cr_assert_eq(cJSON_GetArraySize(jat(j, "items")), 2, "the relist brought the huge object");
+    cr_assert_eq(jrv(j), rv);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    stop_both(&px, &sim);
 }
 
 /* Issue 3 / rule 1: 200 downstream watches of one resource make one upstream watch, and all
  * of them receive the next write. */
-Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 120)
+Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 180)
 {
     enum { N = 200 };
     struct srv sim, px;
@@ -1722,7 +1827,7 @@ Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 120)
  * small history under churn) while a fast one on the same resource keeps receiving every
  * event. The fast stream is checked against the sim's own watch over the same RV range.
  */
-Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 150)
+Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
 {
     enum { MAXEV = 60000 };
     struct srv sim, px;
@@ -1815,7 +1920,7 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 150)
 /* ====================================================================================== */
 
 /* Issue 3 "Bad input" / SEMANTICS 1.1, 2.1, 5: kube-apiserver's Status for bad requests. */
-Test(proxy, bad_query_parameters_get_kube_status, .timeout = 60)
+Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
 {
     static const char *const bad_rv_list =
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
@@ -1921,7 +2026,7 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 60)
 
 /* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
  * keeps serving. */
-Test(proxy, oversized_body_and_url_rejected, .timeout = 60)
+Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp r;
@@ -1966,7 +2071,7 @@ Test(proxy, oversized_body_and_url_rejected, .timeout = 60)
 
 /* Issue 3 / SEMANTICS 3.5: an upstream that refuses connections: not ready, still up, and
  * cached requests get the 429 "storage is (re)initializing". */
-Test(proxy, refused_upstream_not_ready_429, .timeout = 60)
+Test(proxy, refused_upstream_not_ready_429, .timeout = 180)
 {
     struct srv px;
     struct http_resp r;
@@ -1995,7 +2100,7 @@ Test(proxy, refused_upstream_not_ready_429, .timeout = 60)
 
 /* Issue 3: an upstream that hangs from the start (frozen sim): not ready, cached requests
  * get the 429 at once, and SIGTERM still exits 0 with an upstream request in flight. */
-Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 60)
+Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp r;
@@ -2027,7 +2132,7 @@ Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 60)
 }
 
 /* Issue 3: an upstream that goes away after the sync: rv=0 still served, /readyz 503. */
-Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 60)
+Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 180)
 {
     struct srv sim, px;
     struct relay *rl;
@@ -2064,7 +2169,7 @@ Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 60)
 
 /* Issue 3 (nice to have): an upstream that hangs after the sync (frozen sim): rv=0 still
  * served, and the proxy notices and reports not-ready. */
-Test(proxy, frozen_upstream_after_sync_serves_rv0_not_ready, .timeout = 90)
+Test(proxy, frozen_upstream_after_sync_serves_rv0_not_ready, .timeout = 180)
 {
     struct srv sim, px;
     struct http_resp r;
@@ -2085,7 +2190,7 @@ Test(proxy, frozen_upstream_after_sync_serves_rv0_not_ready, .timeout = 90)
 
 /* Issue 3: SIGTERM with open watches: every watch ends cleanly and the exit status is 0
  * within 5 s. */
-Test(proxy, sigterm_with_open_watches_exits_0, .timeout = 60)
+Test(proxy, sigterm_with_open_watches_exits_0, .timeout = 180)
 {
     enum { N = 12 };
     struct srv sim, px;
