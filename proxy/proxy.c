@@ -43,6 +43,8 @@
 #define PROXY_DISCOVERY_MAX_BYTES (16 * 1024 * 1024)
 #define PROXY_DISCOVERY_REFRESH_MS (5 * 60 * 1000)
 #define PROXY_DISCOVERY_RETRY_MS 5000
+#define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
+#define PROXY_REQUEST_TIMEOUT_MS 10000
 #define PROXY_MAX_RESOURCES 1024
 
 struct proxy_opts {
@@ -69,6 +71,7 @@ struct proxy_opts {
     int64_t max_body;
     int64_t page_size;
     int64_t max_line;
+    int64_t probe_interval_ms;
     bool cache_events;
     const char *tls_cert_file;
     const char *tls_key_file;
@@ -101,6 +104,7 @@ struct proxy {
     pthread_t tick;
     pthread_t disc_thread;
     bool threads_started;
+    atomic_bool upstream_ok; /* the last probe (or discovery) of upstream succeeded */
     pthread_mutex_t disc_mu; /* with disc_cv: wakes the discovery thread early */
     pthread_cond_t disc_cv;
     bool disc_wanted;
@@ -131,7 +135,7 @@ static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* Blocking GET for discovery documents (discovery thread and start-up only). */
-static cJSON *get_json(struct proxy *p, const char *path, long *code)
+static cJSON *get_json(struct proxy *p, const char *path, long *code, long timeout_ms)
 {
     CURL *e = curl_easy_init();
     struct curl_slist *h = NULL;
@@ -148,7 +152,8 @@ static cJSON *get_json(struct proxy *p, const char *path, long *code)
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, body_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "kwp-proxy/discovery");
     rc = curl_easy_perform(e);
     if (rc == CURLE_OK) {
@@ -212,20 +217,20 @@ static void disc_free(struct disc_entry *d, size_t n)
 }
 
 /* Fetches the whole discovery tree; replaces the registry's copy on success. */
-static int discover(struct proxy *p)
+static int discover(struct proxy *p, long timeout_ms)
 {
     struct disc_entry *d = NULL, *old;
     size_t n = 0, n_old;
     long code;
     cJSON *core, *apis, *g;
 
-    core = get_json(p, "/api/v1", &code);
+    core = get_json(p, "/api/v1", &code, timeout_ms);
     if (!core) {
         return -EAGAIN;
     }
     disc_add_list(&d, &n, "", "v1", core);
     cJSON_Delete(core);
-    apis = get_json(p, "/apis", &code);
+    apis = get_json(p, "/apis", &code, timeout_ms);
     if (!apis) {
         disc_free(d, n);
         return -EAGAIN;
@@ -243,7 +248,7 @@ static int discover(struct proxy *p)
                 continue;
             }
             snprintf(path, sizeof(path), "/apis/%s", gv->valuestring);
-            list = get_json(p, path, &code);
+            list = get_json(p, path, &code, timeout_ms);
             if (list) {
                 disc_add_list(&d, &n, name->valuestring, ver->valuestring, list);
                 cJSON_Delete(list);
@@ -262,44 +267,78 @@ static int discover(struct proxy *p)
     return 0;
 }
 
+/* Upstream liveness: GET /version answered 200. A frozen or unreachable upstream makes
+ * /readyz fail while the cache keeps serving what it has. */
+static bool probe(struct proxy *p)
+{
+    long code = 0;
+    cJSON *j = get_json(p, "/version", &code, PROXY_REQUEST_TIMEOUT_MS / 2);
+
+    cJSON_Delete(j);
+    return code == 200;
+}
+
+/* The upstream thread: discovery (retried until it works, then refreshed) and the probe. */
 static void *disc_main(void *arg)
 {
     struct proxy *p = arg;
-    bool ok, first = true;
     struct log_ratelimit rl = {0};
+    int64_t next_disc = 0, next_probe = 0;
+    bool disc_ok;
 
     pthread_mutex_lock(&p->reg_lock);
-    ok = p->disc_loaded; /* proxy_start tried once already */
+    disc_ok = p->disc_loaded; /* proxy_start tried once already */
     pthread_mutex_unlock(&p->reg_lock);
+    if (disc_ok) {
+        next_disc = clock_mono_ms() + PROXY_DISCOVERY_REFRESH_MS;
+    }
     while (!atomic_load(&p->stop)) {
         struct timespec ts;
-        int64_t wait;
-        int rc = first && ok ? 0 : discover(p);
-        first = false;
-        wait = rc == 0 ? PROXY_DISCOVERY_REFRESH_MS : PROXY_DISCOVERY_RETRY_MS;
-        if (rc == 0 && !ok) {
-            log_info("proxy", "resources=%zu msg=\"upstream discovery loaded\"", p->n_disc);
-        } else if (rc != 0) {
-            log_ratelimited(&rl, 60000, LOG_LEVEL_WARN, "proxy",
-                            "upstream=%s msg=\"upstream discovery failed, retrying\"",
-                            upstream_url(p->up));
+        int64_t now = clock_mono_ms();
+        bool wanted;
+
+        if (now >= next_disc) {
+            int rc = discover(p, PROXY_REQUEST_TIMEOUT_MS);
+            if (rc == 0 && !disc_ok) {
+                log_info("proxy", "resources=%zu msg=\"upstream discovery loaded\"", p->n_disc);
+            } else if (rc != 0) {
+                log_ratelimited(&rl, 60000, LOG_LEVEL_WARN, "proxy",
+                                "upstream=%s msg=\"upstream discovery failed, retrying\"",
+                                upstream_url(p->up));
+            }
+            disc_ok = rc == 0;
+            next_disc = clock_mono_ms() +
+                        (disc_ok ? PROXY_DISCOVERY_REFRESH_MS : PROXY_DISCOVERY_RETRY_MS);
         }
-        ok = rc == 0;
+        if (now >= next_probe) {
+            bool ok = probe(p);
+            if (ok != atomic_load(&p->upstream_ok)) {
+                if (ok) {
+                    log_info("proxy", "upstream=%s msg=\"upstream answers\"", upstream_url(p->up));
+                } else {
+                    log_warn("proxy", "upstream=%s msg=\"upstream does not answer: not ready, "
+                             "serving from the cache\"", upstream_url(p->up));
+                }
+            }
+            atomic_store(&p->upstream_ok, ok);
+            next_probe = clock_mono_ms() + p->o.probe_interval_ms;
+        }
         pthread_mutex_lock(&p->disc_mu);
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += wait / 1000;
-        ts.tv_nsec += (wait % 1000) * 1000000L;
+        ts.tv_nsec += 200 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        while (!p->disc_wanted && !atomic_load(&p->stop)) {
-            if (pthread_cond_timedwait(&p->disc_cv, &p->disc_mu, &ts) == ETIMEDOUT) {
-                break;
-            }
+        if (!p->disc_wanted && !atomic_load(&p->stop)) {
+            (void)pthread_cond_timedwait(&p->disc_cv, &p->disc_mu, &ts);
         }
+        wanted = p->disc_wanted;
         p->disc_wanted = false;
         pthread_mutex_unlock(&p->disc_mu);
+        if (wanted && !disc_ok) {
+            next_disc = 0;
+        }
     }
     return NULL;
 }
@@ -657,6 +696,10 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
         snprintf(why, why_len, "upstream discovery not loaded");
         return false;
     }
+    if (!atomic_load(&p->upstream_ok)) {
+        snprintf(why, why_len, "upstream does not answer GET /version");
+        return false;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!resource_is_ready(rs[i]->res, NULL)) {
             snprintf(why, why_len, "%s not synced", resource_name(rs[i]->res));
@@ -783,6 +826,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->max_body = HTTP_DEFAULT_MAX_BODY;
     o->page_size = 500;
     o->max_line = 16 * 1024 * 1024;
+    o->probe_interval_ms = 10000;
 }
 
 static void proxy_stop(struct proxy *p)
@@ -865,7 +909,9 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     p->hopts.freshness_wait_ms = o->freshness_wait_ms;
     p->hopts.watch_stall_s = (o->watch_stall_ms + 999) / 1000;
     p->hopts.local_too_large = strcmp(o->too_large_rv, "local") == 0;
-    (void)discover(p);
+    if (discover(p, PROXY_START_TIMEOUT_MS) == 0) {
+        atomic_store(&p->upstream_ok, true);
+    }
     if (p->disc_loaded) {
         log_info("proxy", "upstream=%s resources=%zu msg=\"upstream discovery loaded\"",
                  upstream_url, p->n_disc);
@@ -1038,6 +1084,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"max-body", CFG_SIZE, &(o).max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"}, \
     {"page-size", CFG_INT, &(o).page_size, 1, 100000, "upstream LIST page size (default 500)"}, \
     {"max-line", CFG_SIZE, &(o).max_line, 1024, INT64_MAX, "longest upstream watch line accepted; longer is a protocol error and a relist (default 16Mi)"}, \
+    {"upstream-probe-interval", CFG_DURATION, &(o).probe_interval_ms, 200, 3600000, "probe upstream (GET /version) this often; a failed probe makes /readyz fail (default 10s)"}, \
     {"cache-events", CFG_BOOL, &(o).cache_events, 0, 0, "cache events too (kube-apiserver serves them from etcd; default false: passed through)"}, \
     {"tls-cert-file", CFG_STR, &(o).tls_cert_file, 0, 0, "serve https downstream with this PEM certificate (with --tls-key-file)"}, \
     {"tls-key-file", CFG_STR, &(o).tls_key_file, 0, 0, "PEM private key for --tls-cert-file"}
