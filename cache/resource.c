@@ -953,6 +953,19 @@ out:
     return n;
 }
 
+bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv)
+{
+    bool idle;
+
+    lock(res);
+    idle = w->attached && w->kind == WATCHER_STREAM && w->cursor >= ring_head(res->ring);
+    if (idle) {
+        *rv = res->rv;
+    }
+    unlock(res);
+    return idle;
+}
+
 void ring_event_release(struct ring_event *ev, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

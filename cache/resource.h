@@ -208,6 +208,13 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
 ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
 
+/*
+ * For a BOOKMARK: when <w> has taken every event appended so far (nothing pending), sets *rv
+ * to the current rv and returns true, both read under one lock, so a bookmark never overtakes
+ * an event the watcher has not sent yet. Returns false when events are pending.
+ */
+bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv);
+
 /* Drops the references of <n> events taken by resource_watch_next. */
 void ring_event_release(struct ring_event *ev, size_t n);
 

@@ -1059,3 +1059,24 @@ Test(resource, tick_wake_skips_out_of_scope_events, .timeout = 120)
     resource_watch_detach(res, &w);
     resource_free(res);
 }
+
+Test(resource, idle_rv_only_when_nothing_pending, .timeout = 120)
+{
+    struct resource *res = new_ready(64, 5);
+    struct watcher w;
+    struct waker k;
+    uint64_t rv = 0;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 5, NULL), 0);
+    cr_assert(resource_watch_idle_rv(res, &w, &rv));
+    cr_assert_eq(rv, 5);
+    put(res, WATCH_ADDED, "a", "x", 6);
+    cr_assert_not(resource_watch_idle_rv(res, &w, &rv), "an event is pending: no bookmark");
+    cr_assert_eq(drain(res, &w, NULL, 0), 1);
+    resource_progress(res, 9);
+    cr_assert(resource_watch_idle_rv(res, &w, &rv));
+    cr_assert_eq(rv, 9, "progress moves the bookmark rv");
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
