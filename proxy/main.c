@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "load/load.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "sim/sim.h"
@@ -16,6 +17,7 @@ static void usage(FILE *f)
           "  proxy   the caching list/watch proxy (the main job)\n"
           "  sim     a simulated kube-apiserver (test upstream, 410 lab)\n"
           "  demo    sim + proxy in one process: the embedded default, nothing else needed\n"
+          "  load    watch fan-out load generator and reporter (latency, throughput, 410s)\n"
           "\n"
           "environment: KWP_LOG_LEVEL=debug|info|warn|error; every flag has a KWP_* twin.\n"
           "Run 'kwp COMMAND --help' for the flags of a command.\n",
@@ -47,6 +49,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "sim") == 0) {
         return sim_main(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "load") == 0) {
+        return load_main(argc - 1, argv + 1);
     }
     fprintf(stderr, "kwp: unknown command %s\n\n", argv[1]);
     usage(stderr);
