@@ -10,14 +10,14 @@
 #include <string.h>
 
 enum chunked_state {
-    CK_SIZE = 0,   /* hex digits of a chunk size */
-    CK_SIZE_WS,    /* blanks after the digits, before ';' or the line end */
-    CK_EXT,        /* ";ext=val" up to the line end */
-    CK_SIZE_LF,    /* CR seen at the end of the size line */
-    CK_DATA,       /* <left> payload bytes */
-    CK_DATA_CR,    /* the CRLF after the payload */
+    CK_SIZE = 0, /* hex digits of a chunk size */
+    CK_SIZE_WS,  /* blanks after the digits, before ';' or the line end */
+    CK_EXT,      /* ";ext=val" up to the line end */
+    CK_SIZE_LF,  /* CR seen at the end of the size line */
+    CK_DATA,     /* <left> payload bytes */
+    CK_DATA_CR,  /* the CRLF after the payload */
     CK_DATA_LF,
-    CK_TRAILER,    /* start of a trailer line after the last chunk (empty line = end) */
+    CK_TRAILER, /* start of a trailer line after the last chunk (empty line = end) */
     CK_TRAILER_LINE,
     CK_TRAILER_LF, /* CR seen: LF ends a trailer field (or the body, if the line was empty) */
     CK_END_LF,     /* CR of the final empty line seen */

@@ -25,11 +25,11 @@
 
 struct chunked {
     /* private */
-    uint64_t left; /* payload bytes still due in the current chunk (state DATA) */
-    uint8_t state; /* enum in chunked.c */
-    uint8_t digits;/* hex digits seen in the current size line */
+    uint64_t left;  /* payload bytes still due in the current chunk (state DATA) */
+    uint8_t state;  /* enum in chunked.c */
+    uint8_t digits; /* hex digits seen in the current size line */
     /* public, read-only */
-    bool done;     /* the last chunk and trailers were read: the body is complete */
+    bool done; /* the last chunk and trailers were read: the body is complete */
 };
 
 /* Resets <c> for a new body. */

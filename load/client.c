@@ -35,48 +35,48 @@
 #include "load/lineframe.h"
 #include "load/procstat.h"
 
-#define CLIENT_RBUF (256 * 1024)  /* shared read buffer: one read() per ready socket */
+#define CLIENT_RBUF (256 * 1024) /* shared read buffer: one read() per ready socket */
 #define EPOLL_BATCH 1024
-#define START_BATCH 512           /* ramp connects per loop turn (catching up after a stall) */
-#define TIMER_BATCH 1024          /* timers fired per loop turn */
+#define START_BATCH 512  /* ramp connects per loop turn (catching up after a stall) */
+#define TIMER_BATCH 1024 /* timers fired per loop turn */
 #define NS_PER_S 1000000000LL
 #define NS_PER_MS 1000000LL
-#define MIN_WATCH_TIMEOUT_S 300   /* client-go: timeoutSeconds = 300 * (1 + rand) */
+#define MIN_WATCH_TIMEOUT_S 300 /* client-go: timeoutSeconds = 300 * (1 + rand) */
 
 enum conn_kind { KIND_WATCHER = 0, KIND_LISTER };
 enum conn_state { ST_IDLE = 0, ST_CONNECTING, ST_SENDING, ST_HEAD, ST_BODY };
 enum req_kind { REQ_NONE = 0, REQ_LIST, REQ_WATCH, REQ_BENCH };
 
 struct conn {
-    int fd;                 /* -1 when closed */
-    uint32_t idx;           /* watcher index or lister slot */
-    uint32_t ev_mask;       /* events registered with epoll (0 = not registered) */
-    uint8_t kind;           /* enum conn_kind */
-    uint8_t state;          /* enum conn_state */
-    uint8_t req;            /* enum req_kind of the request in progress */
-    bool reused;            /* request sent on a kept-alive socket (may be retried once) */
-    bool got_bytes;         /* a byte of the current response arrived */
-    bool keepalive;         /* the response allows another request on this socket */
+    int fd;           /* -1 when closed */
+    uint32_t idx;     /* watcher index or lister slot */
+    uint32_t ev_mask; /* events registered with epoll (0 = not registered) */
+    uint8_t kind;     /* enum conn_kind */
+    uint8_t state;    /* enum conn_state */
+    uint8_t req;      /* enum req_kind of the request in progress */
+    bool reused;      /* request sent on a kept-alive socket (may be retried once) */
+    bool got_bytes;   /* a byte of the current response arrived */
+    bool keepalive;   /* the response allows another request on this socket */
     bool is_chunked;
     bool has_length;
     bool head_done;
-    bool counted_open;      /* this watch is counted in open_now */
-    bool opened_once;       /* this watcher had a watch answered 200 */
-    bool need_list;         /* the next request is a (re)LIST */
-    bool relisting;         /* the pending LIST follows a 410 */
-    bool watchlist_req;     /* the watch asked for sendInitialEvents */
-    bool in_initial;        /* watch-list: before the initial-events-end bookmark */
-    bool abort;             /* set by a line callback: close once the feed returns */
+    bool counted_open;  /* this watch is counted in open_now */
+    bool opened_once;   /* this watcher had a watch answered 200 */
+    bool need_list;     /* the next request is a (re)LIST */
+    bool relisting;     /* the pending LIST follows a 410 */
+    bool watchlist_req; /* the watch asked for sendInitialEvents */
+    bool in_initial;    /* watch-list: before the initial-events-end bookmark */
+    bool abort;         /* set by a line callback: close once the feed returns */
     uint16_t head_lines;
     int status;
-    uint64_t content_left;  /* body bytes still due when has_length */
+    uint64_t content_left; /* body bytes still due when has_length */
     struct chunked ck;
-    struct lineframe lf;    /* header lines, then watch lines */
-    char *out;              /* unsent request bytes after a short write */
+    struct lineframe lf; /* header lines, then watch lines */
+    char *out;           /* unsent request bytes after a short write */
     size_t out_len, out_off;
-    char *prefix;           /* first bytes of a reflector LIST body */
+    char *prefix; /* first bytes of a reflector LIST body */
     size_t prefix_len;
-    int64_t due_ns;         /* timer, valid while heap_pos != SIZE_MAX */
+    int64_t due_ns; /* timer, valid while heap_pos != SIZE_MAX */
     size_t heap_pos;
     int64_t backoff_ms;     /* last backoff step, 0 after a success */
     int64_t started_ns;     /* LIST mode: request start */
@@ -99,11 +99,11 @@ struct engine {
     size_t n_watchers;
     struct conn *listers;
     size_t n_listers;
-    struct conn **heap;     /* min-heap on due_ns */
+    struct conn **heap; /* min-heap on due_ns */
     size_t heap_len, heap_cap;
-    size_t started;         /* watchers the ramp has started */
-    int64_t now_ns;         /* monotonic, refreshed each loop turn */
-    int64_t wall_ns;        /* realtime, refreshed per read() */
+    size_t started;  /* watchers the ramp has started */
+    int64_t now_ns;  /* monotonic, refreshed each loop turn */
+    int64_t wall_ns; /* realtime, refreshed per read() */
     int64_t t0_ns, end_ns, warm_ns, stop_ns, drain_end_ns;
     int64_t next_tick_ns, next_list_ns;
     uint32_t open_now;
@@ -492,8 +492,8 @@ static int conn_open(struct engine *e, struct conn *c)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (o->n_sources > 0) {
         const struct sockaddr_storage *src = &o->sources[c->idx % o->n_sources];
-        socklen_t len = src->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                   : sizeof(struct sockaddr_in);
+        socklen_t len =
+            src->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 #ifdef IP_BIND_ADDRESS_NO_PORT
         /* pick the port at connect(), per destination: more than 28k sockets per source */
         (void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
@@ -504,8 +504,7 @@ static int conn_open(struct engine *e, struct conn *c)
             return -err;
         }
     }
-    if (connect(fd, (const struct sockaddr *)&o->addr, o->addr_len) == -1 &&
-        errno != EINPROGRESS) {
+    if (connect(fd, (const struct sockaddr *)&o->addr, o->addr_len) == -1 && errno != EINPROGRESS) {
         err = errno;
         close(fd);
         return -err;
@@ -600,8 +599,8 @@ static int head_line(void *ctx, char *line, size_t len)
     if (c->head_lines == 1) {
         /* HTTP/1.x SSS reason */
         if (len < 12 || strncmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' || line[9] < '1' ||
-            line[9] > '5' || line[10] < '0' || line[10] > '9' || line[11] < '0' ||
-            line[11] > '9' || (len > 12 && line[12] != ' ')) {
+            line[9] > '5' || line[10] < '0' || line[10] > '9' || line[11] < '0' || line[11] > '9' ||
+            (len > 12 && line[12] != ' ')) {
             return -EPROTO;
         }
         c->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
@@ -760,8 +759,8 @@ static void response_done(struct engine *e, struct conn *c)
         watcher_next(e, c);
         return;
     case REQ_LIST:
-        if (!c->prefix || evscan_list_rv(c->prefix, c->prefix_len, &off, &len) != 0 ||
-            len == 0 || len >= sizeof(c->rv)) {
+        if (!c->prefix || evscan_list_rv(c->prefix, c->prefix_len, &off, &len) != 0 || len == 0 ||
+            len >= sizeof(c->rv)) {
             conn_fail(e, c, CLIENT_TERR_PROTOCOL);
             return;
         }
@@ -1040,8 +1039,7 @@ static void ramp(struct engine *e)
 
 static void fire_timers(struct engine *e)
 {
-    for (size_t n = 0; n < TIMER_BATCH && e->heap_len > 0 && e->heap[0]->due_ns <= e->now_ns;
-         n++) {
+    for (size_t n = 0; n < TIMER_BATCH && e->heap_len > 0 && e->heap[0]->due_ns <= e->now_ns; n++) {
         conn_start(e, heap_pop(e));
     }
 }
@@ -1192,9 +1190,10 @@ static int poll_timeout_ms(const struct engine *e)
             next = e->heap[0]->due_ns;
         }
         if (e->started < e->n_watchers) {
-            int64_t due = e->o->ramp_per_s > 0 ? e->t0_ns + (int64_t)((double)e->started *
-                                                                      NS_PER_S / e->o->ramp_per_s)
-                                               : e->now_ns;
+            int64_t due =
+                e->o->ramp_per_s > 0
+                    ? e->t0_ns + (int64_t)((double)e->started * NS_PER_S / e->o->ramp_per_s)
+                    : e->now_ns;
             if (due < next) {
                 next = due;
             }

@@ -12,8 +12,8 @@
 
 #include "cache/bug.h"
 
-#define SUB_COUNT (1u << HISTOGRAM_SUB_BITS)          /* linear buckets: 0 .. 2^S - 1 */
-#define HALF_COUNT (1u << (HISTOGRAM_SUB_BITS - 1))   /* buckets per power of two above */
+#define SUB_COUNT (1u << HISTOGRAM_SUB_BITS)        /* linear buckets: 0 .. 2^S - 1 */
+#define HALF_COUNT (1u << (HISTOGRAM_SUB_BITS - 1)) /* buckets per power of two above */
 
 struct histogram {
     uint64_t count;
@@ -30,8 +30,8 @@ unsigned histogram_bucket_of(uint64_t v)
     if (v < SUB_COUNT) {
         return (unsigned)v;
     }
-    e = 63u - (unsigned)__builtin_clzll(v);  /* 2^e <= v < 2^(e+1), e >= S */
-    shift = e - HISTOGRAM_SUB_BITS + 1;      /* bucket width is 2^shift */
+    e = 63u - (unsigned)__builtin_clzll(v); /* 2^e <= v < 2^(e+1), e >= S */
+    shift = e - HISTOGRAM_SUB_BITS + 1;     /* bucket width is 2^shift */
     return SUB_COUNT + (e - HISTOGRAM_SUB_BITS) * HALF_COUNT +
            (unsigned)((v >> shift) - HALF_COUNT);
 }

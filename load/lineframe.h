@@ -19,9 +19,9 @@
 
 struct lineframe {
     /* public */
-    size_t max;  /* longest line accepted, in bytes without the '\n' (may change between feeds) */
+    size_t max; /* longest line accepted, in bytes without the '\n' (may change between feeds) */
     /* private */
-    char *buf;   /* the partial line, NULL when none */
+    char *buf; /* the partial line, NULL when none */
     size_t len;
     size_t cap;
 };

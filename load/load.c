@@ -20,7 +20,7 @@
 #include "proxy/config.h"
 #include "proxy/k8s_path.h"
 
-#define LOAD_FD_SLACK 64       /* descriptors besides the sockets: stdio, epoll, /proc reads */
+#define LOAD_FD_SLACK 64 /* descriptors besides the sockets: stdio, epoll, /proc reads */
 #define LOAD_HOST_MAX 256
 #define LOAD_PATH_MAX 2048
 #define LOAD_SELECTORS_MAX 8192
@@ -93,8 +93,8 @@ int load_resource_path(const char *prefix, const char *resource, const char *ns,
 }
 
 /* Splits http://HOST[:PORT][/prefix] into host, port and path prefix (no trailing '/'). */
-static int parse_target(const char *url, char *host, size_t host_cap, char *port,
-                        size_t port_cap, char *prefix, size_t prefix_cap)
+static int parse_target(const char *url, char *host, size_t host_cap, char *port, size_t port_cap,
+                        char *prefix, size_t prefix_cap)
 {
     const char *p, *hend, *slash;
     size_t hlen;
@@ -147,8 +147,7 @@ static int parse_target(const char *url, char *host, size_t host_cap, char *port
     return 0;
 }
 
-static int resolve(const char *host, const char *port, struct sockaddr_storage *out,
-                   socklen_t *len)
+static int resolve(const char *host, const char *port, struct sockaddr_storage *out, socklen_t *len)
 {
     struct addrinfo hints, *res = NULL;
     int rc;
@@ -181,8 +180,9 @@ static int raise_nofile(uint64_t need)
         (void)getrlimit(RLIMIT_NOFILE, &rl);
     }
     if (rl.rlim_cur != RLIM_INFINITY && need > (uint64_t)rl.rlim_cur) {
-        fprintf(stderr, "kwp load: %llu descriptors needed, the open-file limit is %llu "
-                        "(raise the hard limit: ulimit -Hn)\n",
+        fprintf(stderr,
+                "kwp load: %llu descriptors needed, the open-file limit is %llu "
+                "(raise the hard limit: ulimit -Hn)\n",
                 (unsigned long long)need, (unsigned long long)rl.rlim_cur);
         return -EMFILE;
     }
@@ -310,14 +310,17 @@ static int setup(struct load_cfg *cfg, struct client_opts *o, char *host_hdr, si
     if (parse_target(cfg->p.target, host, sizeof(host), port, sizeof(port), prefix,
                      sizeof(prefix)) != 0) {
         fprintf(stderr, "kwp load: --target must be http://HOST[:PORT][/PREFIX], got %s%s\n",
-                cfg->p.target, strncmp(cfg->p.target, "https://", 8) == 0
-                                 ? " (https is not supported yet: point it at a kwp proxy)"
-                                 : "");
+                cfg->p.target,
+                strncmp(cfg->p.target, "https://", 8) == 0
+                    ? " (https is not supported yet: point it at a kwp proxy)"
+                    : "");
         return 1;
     }
     if (load_resource_path(prefix, cfg->p.resource, cfg->p.ns, path, path_cap) != 0) {
-        fprintf(stderr, "kwp load: bad --resource %s or --namespace (want plural, v1/plural "
-                        "or group/version/plural)\n", cfg->p.resource);
+        fprintf(stderr,
+                "kwp load: bad --resource %s or --namespace (want plural, v1/plural "
+                "or group/version/plural)\n",
+                cfg->p.resource);
         return 1;
     }
     if (build_selectors(cfg->p.selector, cfg->p.field_selector, selectors, sel_cap) != 0) {
@@ -361,15 +364,15 @@ static int setup(struct load_cfg *cfg, struct client_opts *o, char *host_hdr, si
     o->n_sources = cfg->sources.len;
     o->watchers = cfg->p.watchers;
     o->ramp_per_s = (double)cfg->p.ramp_per_s;
-    o->initial = strcmp(cfg->p.initial, "watchlist") == 0 ? CLIENT_INITIAL_WATCHLIST
-                                                        : CLIENT_INITIAL_LIST;
+    o->initial =
+        strcmp(cfg->p.initial, "watchlist") == 0 ? CLIENT_INITIAL_WATCHLIST : CLIENT_INITIAL_LIST;
     o->start_rv = cfg->p.start_rv && *cfg->p.start_rv ? cfg->p.start_rv : NULL;
     o->duration_ms = cfg->p.duration_ms;
     o->warmup_ms = cfg->p.warmup_ms;
     o->drain_ms = cfg->drain_ms;
     o->backoff_ms = cfg->backoff_ms;
-    o->backoff_max_ms = cfg->backoff_max_ms < cfg->backoff_ms ? cfg->backoff_ms
-                                                              : cfg->backoff_max_ms;
+    o->backoff_max_ms =
+        cfg->backoff_max_ms < cfg->backoff_ms ? cfg->backoff_ms : cfg->backoff_max_ms;
     o->max_line = (size_t)cfg->max_line;
     o->lists_per_s = (double)cfg->p.lists_per_s;
     o->list_concurrency = cfg->p.list_concurrency;
@@ -394,37 +397,57 @@ int load_main(int argc, char **argv)
     int rc;
 
     cfg_defaults(&cfg);
+    /* clang-format off: one flag per line reads better than the wrapped form */
     const struct config_opt opts[] = {
-        {"target", CFG_STR, &cfg.p.target, 0, 0, "server URL, http://HOST:PORT[/PREFIX] (default http://127.0.0.1:8080)"},
-        {"resource", CFG_STR, &cfg.p.resource, 0, 0, "plural, v1/plural or group/version/plural (default pods)"},
+        {"target", CFG_STR, &cfg.p.target, 0, 0,
+         "server URL, http://HOST:PORT[/PREFIX] (default http://127.0.0.1:8080)"},
+        {"resource", CFG_STR, &cfg.p.resource, 0, 0,
+         "plural, v1/plural or group/version/plural (default pods)"},
         {"namespace", CFG_STR, &cfg.p.ns, 0, 0, "namespace to watch (default: all)"},
         {"selector", CFG_STR, &cfg.p.selector, 0, 0, "labelSelector for every LIST and WATCH"},
-        {"field-selector", CFG_STR, &cfg.p.field_selector, 0, 0, "fieldSelector for every LIST and WATCH"},
+        {"field-selector", CFG_STR, &cfg.p.field_selector, 0, 0,
+         "fieldSelector for every LIST and WATCH"},
         {"watchers", CFG_INT, &cfg.p.watchers, 0, 1000000, "watch streams to hold (default 100)"},
-        {"duration", CFG_DURATION, &cfg.p.duration_ms, 1, 86400000, "length of the run, ramp included (default 10s)"},
-        {"ramp", CFG_INT, &cfg.p.ramp_per_s, 0, 10000000, "watchers started per second, 0 = all at once (default 1000)"},
-        {"warmup", CFG_DURATION, &cfg.p.warmup_ms, 0, 86400000, "events before this are not measured (default 0)"},
-        {"initial", CFG_STR, &cfg.p.initial, 0, 0, "list (LIST rv=0, then WATCH) or watchlist (sendInitialEvents) (default list)"},
-        {"start-rv", CFG_STR, &cfg.p.start_rv, 0, 0, "first WATCH from this resourceVersion, no LIST (410 lab)"},
+        {"duration", CFG_DURATION, &cfg.p.duration_ms, 1, 86400000,
+         "length of the run, ramp included (default 10s)"},
+        {"ramp", CFG_INT, &cfg.p.ramp_per_s, 0, 10000000,
+         "watchers started per second, 0 = all at once (default 1000)"},
+        {"warmup", CFG_DURATION, &cfg.p.warmup_ms, 0, 86400000,
+         "events before this are not measured (default 0)"},
+        {"initial", CFG_STR, &cfg.p.initial, 0, 0,
+         "list (LIST rv=0, then WATCH) or watchlist (sendInitialEvents) (default list)"},
+        {"start-rv", CFG_STR, &cfg.p.start_rv, 0, 0,
+         "first WATCH from this resourceVersion, no LIST (410 lab)"},
         {"json", CFG_STR, &cfg.json, 0, 0, "write the report as JSON to this file"},
-        {"lists", CFG_INT, &cfg.p.lists_per_s, 0, 1000000, "LIST mode: LIST requests per second (default 0 = off)"},
-        {"list-query", CFG_STR, &cfg.p.list_query, 0, 0, "query of LIST mode requests (default resourceVersion=0&limit=500)"},
-        {"list-concurrency", CFG_INT, &cfg.p.list_concurrency, 1, 10000, "LIST mode: requests in flight at most (default 1)"},
-        {"max-line", CFG_SIZE, &cfg.max_line, 1024, 1073741824, "longest watch line accepted (default 16Mi)"},
-        {"backoff", CFG_DURATION, &cfg.backoff_ms, 1, 3600000, "first retry delay after an error, doubling (default 800ms)"},
-        {"backoff-max", CFG_DURATION, &cfg.backoff_max_ms, 1, 3600000, "largest retry delay (default 30s)"},
-        {"drain", CFG_DURATION, &cfg.drain_ms, 0, 600000, "after --duration, time granted to LISTs in flight (default 2s)"},
+        {"lists", CFG_INT, &cfg.p.lists_per_s, 0, 1000000,
+         "LIST mode: LIST requests per second (default 0 = off)"},
+        {"list-query", CFG_STR, &cfg.p.list_query, 0, 0,
+         "query of LIST mode requests (default resourceVersion=0&limit=500)"},
+        {"list-concurrency", CFG_INT, &cfg.p.list_concurrency, 1, 10000,
+         "LIST mode: requests in flight at most (default 1)"},
+        {"max-line", CFG_SIZE, &cfg.max_line, 1024, 1073741824,
+         "longest watch line accepted (default 16Mi)"},
+        {"backoff", CFG_DURATION, &cfg.backoff_ms, 1, 3600000,
+         "first retry delay after an error, doubling (default 800ms)"},
+        {"backoff-max", CFG_DURATION, &cfg.backoff_max_ms, 1, 3600000,
+         "largest retry delay (default 30s)"},
+        {"drain", CFG_DURATION, &cfg.drain_ms, 0, 600000,
+         "after --duration, time granted to LISTs in flight (default 2s)"},
         {"token", CFG_STR, &cfg.token, 0, 0, "bearer token sent with every request"},
-        {"source-ips", CFG_LIST, &cfg.sources, 0, 0, "local addresses to connect from, round-robin (more than 28k sockets to one target)"},
-        {"pid", CFG_LIST, &cfg.pids, 0, 0, "also sample CPU and RSS of these processes each second (repeatable)"},
+        {"source-ips", CFG_LIST, &cfg.sources, 0, 0,
+         "local addresses to connect from, round-robin (more than 28k sockets to one target)"},
+        {"pid", CFG_LIST, &cfg.pids, 0, 0,
+         "also sample CPU and RSS of these processes each second (repeatable)"},
         {"quiet", CFG_BOOL, &cfg.quiet, 0, 0, "no progress line each second"},
     };
+    /* clang-format on */
 
-    rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp load [flags]",
-                      "Opens --watchers watch streams (one epoll thread) that behave like client-go\n"
-                      "reflectors, and/or LISTs at --lists per second; measures delivery latency from\n"
-                      "the kwp.io/stamp-ns annotation (kwp sim --stamp), throughput, errors, 410s,\n"
-                      "relists and reconnects; prints a summary and optionally writes JSON.");
+    rc = config_parse(
+        opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp load [flags]",
+        "Opens --watchers watch streams (one epoll thread) that behave like client-go\n"
+        "reflectors, and/or LISTs at --lists per second; measures delivery latency from\n"
+        "the kwp.io/stamp-ns annotation (kwp sim --stamp), throughput, errors, 410s,\n"
+        "relists and reconnects; prints a summary and optionally writes JSON.");
     if (rc != 0) {
         config_list_free(&cfg.sources);
         config_list_free(&cfg.pids);

@@ -119,8 +119,7 @@ static void print_latency(FILE *f, const char *label, const struct histogram *h)
             report_fmt_ns(histogram_percentile(h, 90), b, sizeof(b)),
             report_fmt_ns(histogram_percentile(h, 99), c, sizeof(c)),
             report_fmt_ns(histogram_percentile(h, 99.9), d, sizeof(d)),
-            report_fmt_ns(histogram_max(h), e, sizeof(e)),
-            (unsigned long long)histogram_count(h));
+            report_fmt_ns(histogram_max(h), e, sizeof(e)), (unsigned long long)histogram_count(h));
 }
 
 static void print_errors(FILE *f, const struct client_stats *st)
@@ -161,8 +160,8 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
 
     if (p->watchers > 0) {
         fprintf(f, "kwp load: %lld watchers on %s%s for %.1fs (ramp %lld/s, initial %s%s%s)%s\n",
-                (long long)p->watchers, p->target, p->path, st->elapsed_s,
-                (long long)p->ramp_per_s, p->initial, p->warmup_ms > 0 ? ", warmup excluded" : "",
+                (long long)p->watchers, p->target, p->path, st->elapsed_s, (long long)p->ramp_per_s,
+                p->initial, p->warmup_ms > 0 ? ", warmup excluded" : "",
                 p->start_rv ? ", from a given rv" : "", st->interrupted ? " INTERRUPTED" : "");
     } else {
         fprintf(f, "kwp load: LISTs on %s%s for %.1fs%s\n", p->target, p->path, st->elapsed_s,
@@ -172,11 +171,12 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
         fprintf(f, "  %-10s opened %llu/%lld, open at end %u, most open %u\n", "watches",
                 (unsigned long long)st->watchers_opened, (long long)p->watchers,
                 st->watches_open_end, st->watches_open_max);
-        fprintf(f, "  %-10s %llu delivered in %.1fs = %.0f/s, %.2f MB/s read (%llu bookmarks, "
-                "%llu initial, %llu in warmup)\n", "events", (unsigned long long)st->events, secs,
-                per_s(st->events, secs), per_s(st->bytes, secs) / MB,
-                (unsigned long long)st->bookmarks, (unsigned long long)st->initial_events,
-                (unsigned long long)st->warmup_events);
+        fprintf(f,
+                "  %-10s %llu delivered in %.1fs = %.0f/s, %.2f MB/s read (%llu bookmarks, "
+                "%llu initial, %llu in warmup)\n",
+                "events", (unsigned long long)st->events, secs, per_s(st->events, secs),
+                per_s(st->bytes, secs) / MB, (unsigned long long)st->bookmarks,
+                (unsigned long long)st->initial_events, (unsigned long long)st->warmup_events);
         print_latency(f, "latency", st->latency);
         if (st->deleted || st->unstamped) {
             fprintf(f, "  %-10s %llu DELETED and %llu unstamped events carry no latency\n", "",
@@ -185,17 +185,20 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
         fprintf(f, "  %-10s events per watcher min %llu median %llu max %llu; %llu got none\n",
                 "fairness", (unsigned long long)sp.min, (unsigned long long)sp.median,
                 (unsigned long long)sp.max, (unsigned long long)sp.zero);
-        fprintf(f, "  %-10s lists %llu, relists %llu, 410s %llu, reconnects %llu, watch "
-                "requests %llu\n", "reflector", (unsigned long long)st->lists,
-                (unsigned long long)st->relists, (unsigned long long)st->gone,
-                (unsigned long long)st->reconnects, (unsigned long long)st->watch_requests);
+        fprintf(f,
+                "  %-10s lists %llu, relists %llu, 410s %llu, reconnects %llu, watch "
+                "requests %llu\n",
+                "reflector", (unsigned long long)st->lists, (unsigned long long)st->relists,
+                (unsigned long long)st->gone, (unsigned long long)st->reconnects,
+                (unsigned long long)st->watch_requests);
     }
     if (p->lists_per_s > 0) {
-        fprintf(f, "  %-10s %llu of %llu ok, %llu not sent (all %lld in flight), %.2f MB/s, "
-                "?%s\n", "LIST", (unsigned long long)st->list_ok,
-                (unsigned long long)st->list_requests, (unsigned long long)st->list_missed,
-                (long long)p->list_concurrency, per_s(st->list_bytes, st->elapsed_s) / MB,
-                p->list_query);
+        fprintf(f,
+                "  %-10s %llu of %llu ok, %llu not sent (all %lld in flight), %.2f MB/s, "
+                "?%s\n",
+                "LIST", (unsigned long long)st->list_ok, (unsigned long long)st->list_requests,
+                (unsigned long long)st->list_missed, (long long)p->list_concurrency,
+                per_s(st->list_bytes, st->elapsed_s) / MB, p->list_query);
         print_latency(f, "LIST lat", st->list_latency);
     }
     print_errors(f, st);
@@ -206,8 +209,8 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
         }
         fprintf(f, "  %-10s %s: %.2f CPU s (%.0f%% of %.1fs), RSS max %.1f MB\n", "cpu",
                 proc_name(st, i, name, sizeof(name)), st->procs[i].cpu_s,
-                st->elapsed_s > 0 ? 100.0 * st->procs[i].cpu_s / st->elapsed_s : 0,
-                st->elapsed_s, (double)st->procs[i].rss_max_kb / 1024.0);
+                st->elapsed_s > 0 ? 100.0 * st->procs[i].cpu_s / st->elapsed_s : 0, st->elapsed_s,
+                (double)st->procs[i].rss_max_kb / 1024.0);
     }
 }
 

@@ -29,14 +29,14 @@ struct report_params {
     const char *target;
     const char *resource;
     const char *path;
-    const char *ns;             /* --namespace */
+    const char *ns; /* --namespace */
     const char *selector;
     const char *field_selector;
     int64_t watchers;
     int64_t duration_ms;
     int64_t ramp_per_s;
     int64_t warmup_ms;
-    const char *initial;        /* "list" or "watchlist" */
+    const char *initial; /* "list" or "watchlist" */
     const char *start_rv;
     int64_t lists_per_s;
     const char *list_query;

@@ -29,7 +29,7 @@
 #include "tests/support/http.h"
 #include "tests/support/proc.h"
 
-#define T_TIMEOUT 90        /* one value per file (Criterion leaks under ASan otherwise) */
+#define T_TIMEOUT 90 /* one value per file (Criterion leaks under ASan otherwise) */
 #define LOAD_DEADLINE_MS 45000
 #define POLL_MS 20
 #define READY_MS 15000
@@ -304,8 +304,9 @@ Test(load, too_old_rv_counts_410s_and_relists, .timeout = T_TIMEOUT)
     http_resp_free(&resp);
     cr_assert_gt(sim_stat(&sim, "compacted"), 1);
 
-    load_run(&r, sim.url, ARGS("--watchers", "10", "--duration", "3s", "--start-rv", "1",
-                               "--backoff", "50ms", "--backoff-max", "200ms", "--quiet"));
+    load_run(&r, sim.url,
+             ARGS("--watchers", "10", "--duration", "3s", "--start-rv", "1", "--backoff", "50ms",
+                  "--backoff-max", "200ms", "--quiet"));
     cr_assert_eq(r.status, 0);
     cr_assert_geq(jnum(&r, "watch.gone_410"), 10, "every watcher's first watch is too old");
     cr_assert_eq(jnum(&r, "errors.error_events.410"), jnum(&r, "watch.gone_410"));
@@ -324,8 +325,8 @@ Test(load, watch_list_initial_events_are_not_deliveries, .timeout = T_TIMEOUT)
     struct run r;
 
     srv_start(&sim, "sim", ARGS("--stamp", "--churn", "100", "--objects", "30"));
-    load_run(&r, sim.url, ARGS("--watchers", "5", "--duration", "2s", "--initial", "watchlist",
-                               "--quiet"));
+    load_run(&r, sim.url,
+             ARGS("--watchers", "5", "--duration", "2s", "--initial", "watchlist", "--quiet"));
     expect_healthy_watch(&r, 5);
     cr_assert_geq(jnum(&r, "watch.initial_events"), 5 * 30 * 0.5,
                   "each watcher starts with the current pods as initial events");
@@ -341,9 +342,9 @@ Test(load, list_mode_measures_lists, .timeout = T_TIMEOUT)
     struct run r;
 
     srv_start(&sim, "sim", ARGS("--objects", "200"));
-    load_run(&r, sim.url, ARGS("--watchers", "0", "--lists", "20", "--list-concurrency", "2",
-                               "--duration", "2s", "--list-query", "resourceVersion=0",
-                               "--namespace", "default", "--quiet"));
+    load_run(&r, sim.url,
+             ARGS("--watchers", "0", "--lists", "20", "--list-concurrency", "2", "--duration", "2s",
+                  "--list-query", "resourceVersion=0", "--namespace", "default", "--quiet"));
     cr_assert_eq(r.status, 0);
     cr_assert_gt(jnum(&r, "list.ok"), 0);
     cr_assert_eq(jnum(&r, "list.ok"), jnum(&r, "list.requests"), "every LIST sent completed");
@@ -390,8 +391,8 @@ Test(load, unreachable_target_counts_connect_errors, .timeout = T_TIMEOUT)
     cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     snprintf(target, sizeof(target), "http://127.0.0.1:%d", ntohs(a.sin_port));
-    load_run(&r, target, ARGS("--watchers", "3", "--duration", "1s", "--backoff", "50ms",
-                              "--quiet"));
+    load_run(&r, target,
+             ARGS("--watchers", "3", "--duration", "1s", "--backoff", "50ms", "--quiet"));
     cr_assert_eq(r.status, 0, "a failing target is measured, not a setup failure");
     cr_assert_eq(jnum(&r, "watch.watchers_opened"), 0);
     cr_assert_geq(jnum(&r, "errors.transport.connect"), 3);

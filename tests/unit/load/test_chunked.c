@@ -25,8 +25,8 @@ static uint64_t rnd(void)
 /* Decodes <in> fed in pieces of the given sizes (0 = random), each piece in its own buffer as
  * the client reads do. Returns the payload (malloc'd, *out_len) and the bytes left after the
  * body in *rest (count). Fails the test on a decode error. */
-static char *decode_split(const char *in, size_t len, size_t piece, size_t *out_len,
-                          size_t *rest, bool *done)
+static char *decode_split(const char *in, size_t len, size_t piece, size_t *out_len, size_t *rest,
+                          bool *done)
 {
     struct chunked c;
     char *out = malloc(len + 1);
@@ -163,15 +163,15 @@ Test(chunked, stops_waiting_mid_body, .timeout = T_TIMEOUT)
 Test(chunked, refuses_malformed_framing, .timeout = T_TIMEOUT)
 {
     static const char *const bad[] = {
-        "\r\n",                          /* no size */
-        "g\r\n",                         /* not hex */
-        "3\r\nabcX",                     /* no CRLF after the data */
-        "3\r\nabc\rX",                   /* CR without LF */
-        "12345678901234567\r\n",         /* 17 hex digits */
-        "20000000000\r\n",               /* above CHUNKED_MAX_SIZE */
-        "3 x\r\n",                       /* junk after the size */
-        ";ext\r\n",                      /* extension without a size */
-        "0\r\n\rX",                      /* bad final CRLF */
+        "\r\n",                  /* no size */
+        "g\r\n",                 /* not hex */
+        "3\r\nabcX",             /* no CRLF after the data */
+        "3\r\nabc\rX",           /* CR without LF */
+        "12345678901234567\r\n", /* 17 hex digits */
+        "20000000000\r\n",       /* above CHUNKED_MAX_SIZE */
+        "3 x\r\n",               /* junk after the size */
+        ";ext\r\n",              /* extension without a size */
+        "0\r\n\rX",              /* bad final CRLF */
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -180,8 +180,7 @@ Test(chunked, refuses_malformed_framing, .timeout = T_TIMEOUT)
         size_t used;
         snprintf(buf, sizeof(buf), "%s", bad[i]);
         chunked_init(&c);
-        cr_assert_eq(chunked_decode(&c, buf, strlen(buf), &used), -EPROTO, "accepted %s",
-                     bad[i]);
+        cr_assert_eq(chunked_decode(&c, buf, strlen(buf), &used), -EPROTO, "accepted %s", bad[i]);
     }
 }
 

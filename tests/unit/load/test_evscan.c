@@ -105,16 +105,17 @@ Test(evscan, error_410_status, .timeout = T_TIMEOUT)
 
 Test(evscan, unusable_stamps_are_minus_one, .timeout = T_TIMEOUT)
 {
-    static const char *const stamps[] = {"\"\"", "\"12a\"", "\"-5\"", "17", "\"9223372036854775808\"",
-                                         "\"12345678901234567890\"",
-                                         "{}"};
+    static const char *const stamps[] = {
+        "\"\"", "\"12a\"", "\"-5\"", "17", "\"9223372036854775808\"", "\"12345678901234567890\"",
+        "{}"};
 
     for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++) {
         char line[256];
         struct evscan_event ev;
         snprintf(line, sizeof(line),
                  "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"annotations\":"
-                 "{\"kwp.io/stamp-ns\":%s}}}}", stamps[i]);
+                 "{\"kwp.io/stamp-ns\":%s}}}}",
+                 stamps[i]);
         scan_ok(line, &ev);
         cr_assert_eq(ev.stamp_ns, -1, "stamp %s read as %lld", stamps[i], (long long)ev.stamp_ns);
     }
@@ -170,8 +171,9 @@ Test(evscan, every_truncation_is_refused_without_overread, .timeout = T_TIMEOUT)
 
 Test(evscan, list_rv_from_a_prefix, .timeout = T_TIMEOUT)
 {
-    const char *body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\""
-                       ":\"5012\",\"continue\":\"x\"},\"items\":[{\"metadata\":{\"name\":\"a\"}}";
+    const char *body =
+        "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\""
+        ":\"5012\",\"continue\":\"x\"},\"items\":[{\"metadata\":{\"name\":\"a\"}}";
     size_t off, len;
 
     cr_assert_eq(evscan_list_rv(body, strlen(body), &off, &len), 0);
@@ -188,7 +190,8 @@ Test(evscan, list_rv_missing_or_malformed, .timeout = T_TIMEOUT)
     size_t off, len;
     const char *no_rv = "{\"kind\":\"PodList\",\"metadata\":{},\"items\":[]}";
     const char *no_meta = "{\"kind\":\"PodList\",\"items\":[]}";
-    const char *items_first = "{\"items\":[{\"a\":\"}\"}],\"metadata\":{\"resourceVersion\":\"8\"}}";
+    const char *items_first =
+        "{\"items\":[{\"a\":\"}\"}],\"metadata\":{\"resourceVersion\":\"8\"}}";
 
     cr_assert_eq(evscan_list_rv(no_rv, strlen(no_rv), &off, &len), -ENOENT);
     cr_assert_eq(evscan_list_rv(no_meta, strlen(no_meta), &off, &len), -ENOENT);

@@ -126,8 +126,8 @@ Test(histogram, buckets_cover_every_value_within_one_128th, .timeout = T_TIMEOUT
         unsigned b = histogram_bucket_of(v);
         cr_assert_lt(b, HISTOGRAM_BUCKETS);
         histogram_bucket_range(b, &lo, &hi);
-        cr_assert(lo <= v && v <= hi, "%llu not in bucket %u [%llu, %llu]",
-                  (unsigned long long)v, b, (unsigned long long)lo, (unsigned long long)hi);
+        cr_assert(lo <= v && v <= hi, "%llu not in bucket %u [%llu, %llu]", (unsigned long long)v,
+                  b, (unsigned long long)lo, (unsigned long long)hi);
     }
     cr_assert_eq(histogram_bucket_of(UINT64_MAX), HISTOGRAM_BUCKETS - 1);
 }

@@ -29,18 +29,19 @@ Test(load_path, core_and_group_resources, .timeout = T_TIMEOUT)
     expect_path("", "apps/v1/deployments", NULL, "/apis/apps/v1/deployments");
     expect_path("", "example.com/v1alpha1/widgets", "ns-1",
                 "/apis/example.com/v1alpha1/namespaces/ns-1/widgets");
-    expect_path("/k8s", "configmaps", "kube-system", "/k8s/api/v1/namespaces/kube-system/configmaps");
+    expect_path("/k8s", "configmaps", "kube-system",
+                "/k8s/api/v1/namespaces/kube-system/configmaps");
 }
 
 Test(load_path, bad_resources_and_namespaces, .timeout = T_TIMEOUT)
 {
-    static const char *const bad[] = {"", "/pods", "pods/", "a/b/c/d", "po ds", "pods?x=1",
-                                      "apps//deployments"};
+    static const char *const bad[] = {
+        "", "/pods", "pods/", "a/b/c/d", "po ds", "pods?x=1", "apps//deployments"};
     char out[512];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        cr_assert_eq(load_resource_path("", bad[i], NULL, out, sizeof(out)), -EINVAL,
-                     "accepted %s", bad[i]);
+        cr_assert_eq(load_resource_path("", bad[i], NULL, out, sizeof(out)), -EINVAL, "accepted %s",
+                     bad[i]);
     }
     cr_assert_eq(load_resource_path("", "pods", "a/b", out, sizeof(out)), -EINVAL);
     cr_assert_eq(load_resource_path("", "pods", "x", out, 8), -EINVAL);
