@@ -134,6 +134,15 @@ static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* Aborts a blocking transfer of the upstream thread as soon as shutdown starts (libcurl
+ * calls this at least once a second, also while waiting on a hung server). */
+static int abort_on_stop(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                         curl_off_t ulnow)
+{
+    const struct proxy *p = clientp;
+    return atomic_load(&p->stop) ? 1 : 0;
+}
+
 /* Blocking GET for discovery documents (discovery thread and start-up only). */
 static cJSON *get_json(struct proxy *p, const char *path, long *code, long timeout_ms)
 {
@@ -155,6 +164,9 @@ static cJSON *get_json(struct proxy *p, const char *path, long *code, long timeo
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "kwp-proxy/discovery");
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, p);
     rc = curl_easy_perform(e);
     if (rc == CURLE_OK) {
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
