@@ -1157,6 +1157,37 @@ static void tick(struct engine *e)
     }
 }
 
+/* Counts where each watcher is (the stats' end_* fields). */
+static void count_states(struct engine *e)
+{
+    struct client_stats *st = e->st;
+
+    for (size_t i = 0; i < e->n_watchers; i++) {
+        const struct conn *c = &e->watchers[i];
+        switch ((enum conn_state)c->state) {
+        case ST_IDLE:
+            st->end_waiting++;
+            break;
+        case ST_CONNECTING:
+        case ST_SENDING:
+            st->end_connecting++;
+            break;
+        case ST_HEAD:
+        case ST_BODY:
+            if (c->counted_open) {
+                st->end_watching++;
+            } else if (c->req == REQ_LIST && c->state == ST_BODY) {
+                st->end_list_body++;
+            } else if (c->req == REQ_LIST) {
+                st->end_list_pending++;
+            } else {
+                st->end_watch_pending++;
+            }
+            break;
+        }
+    }
+}
+
 /* The duration ran out (or *stop was set): end every watch, let LISTs in flight drain. */
 static void begin_stop(struct engine *e)
 {
@@ -1164,6 +1195,7 @@ static void begin_stop(struct engine *e)
     e->stop_ns = e->now_ns;
     e->drain_end_ns = e->now_ns + e->o->drain_ms * NS_PER_MS;
     e->st->watches_open_end = e->open_now;
+    count_states(e);
     for (size_t i = 0; i < e->n_watchers; i++) {
         conn_close(e, &e->watchers[i]);
     }

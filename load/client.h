@@ -143,8 +143,15 @@ struct client_stats {
     uint64_t gone;        /* 410s: ERROR events with code 410 plus HTTP 410 */
     uint32_t watches_open_max;
     uint32_t watches_open_end; /* open when the duration ran out */
-    struct histogram *latency; /* ns, stamped ADDED/MODIFIED after warmup */
-    uint64_t *per_watcher;     /* events delivered to each watcher (n_watchers) */
+    /* where each watcher was when the duration ran out: shows why watches are missing */
+    uint32_t end_watching;      /* stream open (200 received) */
+    uint32_t end_connecting;    /* TCP connect or request write not done */
+    uint32_t end_list_pending;  /* LIST sent, no response head yet */
+    uint32_t end_list_body;     /* LIST answered 200, body still arriving */
+    uint32_t end_watch_pending; /* WATCH sent, no response head yet */
+    uint32_t end_waiting;       /* in backoff, or not started by the ramp yet */
+    struct histogram *latency;  /* ns, stamped ADDED/MODIFIED after warmup */
+    uint64_t *per_watcher;      /* events delivered to each watcher (n_watchers) */
     size_t n_watchers;
     /* errors */
     uint64_t http_status[CLIENT_STATUS_MAX];  /* non-200 responses by status */

@@ -171,6 +171,14 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
         fprintf(f, "  %-10s opened %llu/%lld, open at end %u, most open %u\n", "watches",
                 (unsigned long long)st->watchers_opened, (long long)p->watchers,
                 st->watches_open_end, st->watches_open_max);
+        if (st->end_watching < (uint64_t)p->watchers) {
+            fprintf(f,
+                    "  %-10s not watching at the end: %u connecting, %u awaiting a LIST answer, "
+                    "%u reading a LIST body, %u awaiting a WATCH answer, %u backing off or not "
+                    "started\n",
+                    "", st->end_connecting, st->end_list_pending, st->end_list_body,
+                    st->end_watch_pending, st->end_waiting);
+        }
         fprintf(f,
                 "  %-10s %llu delivered in %.1fs = %.0f/s, %.2f MB/s read (%llu bookmarks, "
                 "%llu initial, %llu in warmup)\n",
@@ -289,13 +297,20 @@ static void add_params(cJSON *root, const struct report_params *p)
 static void add_watch(cJSON *root, const struct report_params *p, const struct client_stats *st)
 {
     cJSON *o = cJSON_AddObjectToObject(root, "watch");
-    cJSON *w;
+    cJSON *w, *e;
     struct spread sp = spread_of(st);
 
     add_num(o, "watchers", (double)p->watchers);
     add_num(o, "watchers_opened", (double)st->watchers_opened);
     add_num(o, "watches_open_max", st->watches_open_max);
     add_num(o, "watches_open_end", st->watches_open_end);
+    e = cJSON_AddObjectToObject(o, "states_at_end");
+    add_num(e, "watching", st->end_watching);
+    add_num(e, "connecting", st->end_connecting);
+    add_num(e, "list_pending", st->end_list_pending);
+    add_num(e, "list_body", st->end_list_body);
+    add_num(e, "watch_pending", st->end_watch_pending);
+    add_num(e, "waiting", st->end_waiting);
     add_num(o, "events", (double)st->events);
     add_num(o, "events_per_s", per_s(st->events, st->measured_s));
     add_num(o, "bytes", (double)st->bytes);

@@ -4,7 +4,9 @@
  *
  * JSON layout (times in milliseconds, rates per second of the measured window):
  *   { "tool", "params":{...}, "elapsed_s", "measured_s", "interrupted",
- *     "watch":{ watchers, watchers_opened, watches_open_max, watches_open_end, events,
+ *     "watch":{ watchers, watchers_opened, watches_open_max, watches_open_end,
+ *               states_at_end:{watching, connecting, list_pending, list_body, watch_pending,
+ *               waiting}, events,
  *               events_per_s, bytes, bytes_per_s, event_bytes, warmup_events, initial_events,
  *               bookmarks, deleted, unstamped, lists, relists, reconnects, gone_410,
  *               watch_requests, latency_ms:{count,min,mean,p50,p90,p99,p999,max},

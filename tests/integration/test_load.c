@@ -223,6 +223,7 @@ static void expect_healthy_watch(const struct run *r, double n)
 {
     cr_assert_eq(r->status, 0, "kwp load exited %d", r->status);
     cr_assert_eq(jnum(r, "watch.watchers_opened"), n);
+    cr_assert_eq(jnum(r, "watch.states_at_end.watching"), n, "every watch open at the end");
     cr_assert_gt(jnum(r, "watch.events"), 0);
     cr_assert_gt(jnum(r, "watch.per_watcher_events.min"), 0, "a watcher received nothing");
     cr_assert_eq(jnum(r, "watch.per_watcher_events.zero"), 0);
