@@ -907,8 +907,23 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
     return rc;
 }
 
+static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
+                          size_t max, bool may_suspend);
+
 ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max)
+{
+    return watch_next(res, w, out, max, true);
+}
+
+ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring_event *out,
+                            size_t max)
+{
+    return watch_next(res, w, out, max, false);
+}
+
+static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
+                          size_t max, bool may_suspend)
 {
     ssize_t n = 0;
     uint64_t head;
@@ -945,7 +960,7 @@ ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring
     }
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
-    if (n == 0 && max > 0) {
+    if (n == 0 && max > 0 && may_suspend) {
         w->suspended = true;
     }
 out:

@@ -215,6 +215,15 @@ ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring
  */
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv);
 
+/*
+ * Like resource_watch_next, but never sets w->suspended: returns 0 when nothing is pending.
+ * A reader that already has bytes to hand to the server (so it will not suspend now) must
+ * use this: a suspended flag on a connection that is not suspended would let a writer resume
+ * a connection that may complete and be freed before the wake-up runs.
+ */
+ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring_event *out,
+                            size_t max);
+
 /* Drops the references of <n> events taken by resource_watch_next. */
 void ring_event_release(struct ring_event *ev, size_t n);
 

@@ -1080,3 +1080,24 @@ Test(resource, idle_rv_only_when_nothing_pending, .timeout = 120)
     resource_watch_detach(res, &w);
     resource_free(res);
 }
+
+Test(resource, take_never_sets_suspended, .timeout = 120)
+{
+    struct resource *res = new_ready(64, 1);
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[4];
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 1, NULL), 0);
+    cr_assert_eq(resource_watch_take(res, &w, ev, 4), 0);
+    cr_assert_not(w.suspended, "a reader that keeps running owns no wake-up");
+    put(res, WATCH_ADDED, "a", "x", 2);
+    cr_assert_eq(atomic_load(&k.calls), 0, "nobody to wake: the reader is running");
+    cr_assert_eq(resource_watch_take(res, &w, ev, 4), 1);
+    ring_event_release(ev, 1);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 4), 0);
+    cr_assert(w.suspended);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
