@@ -240,12 +240,14 @@ int handlers_check_fields(const struct apires *ar, const struct selector *fsel,
     return 0;
 }
 
-static void reply_too_large(struct http_req *req, struct apires *ar, uint64_t want)
+static void reply_too_large(struct http_req *req, struct apires *ar, uint64_t want, bool get)
 {
     struct kstatus st;
 
     kstatus_too_large_rv(&st, want, resource_rv(ar->res));
     atomic_fetch_add(&ar->ctr.too_large, 1);
+    /* a LIST or GET answered here, if with an error, is one served (as WATCH counts) */
+    atomic_fetch_add(get ? &ar->ctr.gets : &ar->ctr.lists, 1);
     http_reply_status(req, &st);
 }
 
@@ -420,6 +422,7 @@ static void reply_expired(struct hreq *h, const char *message, const char *conti
 
     kstatus_set(&st, 410, "Expired", "%s", message);
     st.continue_tok = continue_tok;
+    atomic_fetch_add(&h->ar->ctr.lists, 1);
     h->phase = PH_DONE;
     http_reply_status(h->req, &st);
 }
@@ -477,7 +480,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             return;
         }
         if (rc != 0) {
-            reply_too_large(h->req, h->ar, (uint64_t)trv);
+            reply_too_large(h->req, h->ar, (uint64_t)trv, h->name[0] != '\0');
             return;
         }
         reply_list(h, s, (uint64_t)trv, full, lo->limit, trv);
@@ -509,7 +512,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                 o->forward(o->app, h->req);
             } else {
                 h->phase = PH_DONE;
-                reply_too_large(h->req, h->ar, lo->rv);
+                reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
             }
             return;
         }
@@ -525,7 +528,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             return;
         }
         if (rc != 0) {
-            reply_too_large(h->req, h->ar, lo->rv);
+            reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
             return;
         }
         reply_list(h, s, lo->rv, NULL, lo->limit, (int64_t)lo->rv);
@@ -566,7 +569,7 @@ static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
                 o->forward(o->app, h->req);
             } else {
                 h->phase = PH_DONE;
-                reply_too_large(h->req, h->ar, lo->rv);
+                reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
             }
             return;
         }
@@ -815,20 +818,26 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
             }
         }
         h->pend_i = h->pend_n = 0;
-        if (h->next_bm_ms && now >= h->next_bm_ms) {
-            uint64_t rv = resource_rv(h->ar->res);
-            if (rv > h->last_rv && rv > h->watermark) {
-                if (emit_bookmark(h, buf, max, &n, rv, false) == EMIT_FULL) {
+        uint64_t bm_rv = 0;
+        /* a bookmark waits until the events appended before it were taken: its rv is read
+         * under the lock that says nothing is pending, so it never overtakes an event */
+        if (h->next_bm_ms && now >= h->next_bm_ms &&
+            resource_watch_idle_rv(h->ar->res, &h->w, &bm_rv)) {
+            if (bm_rv > h->last_rv && bm_rv > h->watermark) {
+                if (emit_bookmark(h, buf, max, &n, bm_rv, false) == EMIT_FULL) {
                     return (ssize_t)n;
                 }
-                h->last_rv = rv;
+                h->last_rv = bm_rv;
             }
             schedule_bookmark(h, now);
             if (h->over) {
                 return (ssize_t)n;
             }
         }
-        ssize_t got = resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_BATCH);
+        /* with bytes in hand this call will not suspend: take without arming the suspended
+         * flag, or a writer could resume (wake) a connection that is not suspended */
+        ssize_t got = n > 0 ? resource_watch_take(h->ar->res, &h->w, h->pend, HANDLERS_BATCH)
+                            : resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_BATCH);
         if (got > 0) {
             h->pend_n = (size_t)got;
             continue;
