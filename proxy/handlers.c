@@ -13,16 +13,29 @@
  *
  * Waiting for an RV (the 3 s rule, or the proxy's short freshness wait) happens before any
  * reply: the request is suspended with an RVWAIT watcher and re-enters handlers_serve.
+ *
+ * Content negotiation (SEMANTICS 8) runs first, as in get.go: the Accept header picks JSON
+ * and at most one transform (meta.k8s.io Table, PartialObjectMetadata[List]). Transforms are
+ * assembled from pieces of the stored bytes: a PartialObjectMetadata is a fixed prefix plus
+ * the exact span of the object's "metadata" member; only Table cells are computed (cJSON,
+ * tree freed at once). Pretty printing (re-indenting bytes, no tree) and gzip (zlib,
+ * compressing as MHD pulls) are stages of one content reader with bounded memory.
  */
 #include "proxy/handlers.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
+
+#include <cJSON.h>
+#include <zlib.h>
 
 #include "cache/blob.h"
 #include "cache/bug.h"
@@ -40,6 +53,62 @@
 
 enum hphase { PH_NEW = 0, PH_WAIT_FRESH, PH_STREAM, PH_DONE };
 
+#define NEG_MAX_CLAUSES 32          /* Accept clauses considered (the rest are ignored) */
+#define GZIP_THRESHOLD (128 * 1024) /* defaultGzipThresholdBytes: gzip bodies above it */
+#define GZIP_STAGE 16384            /* indented bytes staged for deflate */
+#define INDENT_MAX_DEPTH (KUBE_JSON_MAX_DEPTH + 8) /* stored objects plus our envelopes */
+#define META_GROUP "meta.k8s.io"
+
+/* The transform a request negotiated (targetEncodingForTransform). */
+enum neg_as { NEG_AS_NONE = 0, NEG_AS_TABLE, NEG_AS_POM, NEG_AS_POML };
+
+/* Table rows' "object" (TableOptions.includeObject). */
+enum neg_incl { INCL_METADATA = 0, INCL_NONE, INCL_OBJECT, INCL_INVALID };
+
+/* What one request negotiated; recomputed on every entry (pure function of the request). */
+struct neg {
+    enum neg_as as;
+    bool v1beta1;       /* the transform's version is meta.k8s.io/v1beta1 (else v1) */
+    bool table_default; /* Table by rest's default convertor (Name, Created At): no printer */
+    bool pretty;        /* success bodies indented (never watches) */
+    bool status_indent; /* Status bodies indented: pretty, or WriteRawJSON when no plain JSON
+                           clause is acceptable for an error */
+    bool gzip;          /* Accept-Encoding carries the exact token gzip */
+    enum neg_incl incl; /* ?includeObject= (Table only) */
+};
+
+/* Go's json.Indent(dst, src, "", "  ") as a byte-level state machine that can stop anywhere:
+ * what one input byte produces (at most a newline, 2*depth spaces and two bytes) is staged
+ * in <pend> and drained before the next byte is read. */
+struct indent {
+    int depth;
+    bool need_indent; /* a '{' or '[' was written: indent before the next value, unless it
+                         closes at once ({} and [] stay on one line) */
+    bool in_str;
+    bool esc;
+    size_t pend_len;
+    size_t pend_off;
+    char pend[2 * INDENT_MAX_DEPTH + 8];
+};
+
+/* A reply body read by MHD in pieces: the gathered source, then optional indent and gzip. */
+struct hbody {
+    struct iovec *iov; /* the source pieces (array owned, bytes lent until <done>) */
+    size_t n;
+    size_t idx;
+    size_t off;
+    void (*done)(void *ctx);
+    void *ctx;
+    bool pretty;
+    bool gz;
+    bool src_done; /* gzip: every source byte was handed to deflate */
+    bool z_ready;
+    bool z_end;
+    z_stream z;
+    char *stage; /* pretty + gzip: indented bytes for deflate */
+    struct indent ind;
+};
+
 struct hreq {
     struct watcher w; /* first member: the sweep maps a watcher back to its hreq */
     int fd;
@@ -52,9 +121,9 @@ struct hreq {
     uint64_t fresh_rv;
     struct selector *lsel;
     struct selector *fsel;
-    char name[K8S_NAME_MAX];  /* single-object scope ("" = collection) */
-    char ns[K8S_NAME_MAX];    /* namespace scope ("" = all) */
-    char typemeta[400];       /* {"kind":"Pod","apiVersion":"v1" for built-ins, else "" */
+    char name[K8S_NAME_MAX]; /* single-object scope ("" = collection) */
+    char ns[K8S_NAME_MAX];   /* namespace scope ("" = all) */
+    char typemeta[400];      /* {"kind":"Pod","apiVersion":"v1" for built-ins, else "" */
     size_t typemeta_len;
     /* watch */
     bool counted_open;
@@ -74,7 +143,860 @@ struct hreq {
     size_t over_len;
     size_t over_off;
     bool ending;
+    /* negotiation and bodies */
+    struct neg neg;
+    bool table_hdr_sent; /* watch Tables: columnDefinitions only on the first event */
+    struct hbody *body;  /* a streamed LIST/GET body (pretty or gzip), freed with the request */
 };
+
+/* One object as a transform sees it: stored bytes plus the resourceVersion to show. */
+struct objview {
+    const char *data; /* the stored JSON (built-ins: without kind/apiVersion) */
+    size_t len;
+    size_t rv_off; /* the rv string's bytes inside data (0/0: unknown) */
+    size_t rv_len;
+    const char *rv; /* the resourceVersion shown ("" for none) */
+    bool override;  /* <rv> replaces the stored one (DELETED after a selector change) */
+};
+
+static struct objview ov_of(const struct blob *b, const char *rv_override)
+{
+    struct objview ov = {b->data,
+                         b->len,
+                         b->rv_off,
+                         b->rv_len,
+                         rv_override ? rv_override : b->rv_str,
+                         rv_override != NULL};
+    return ov;
+}
+
+/* ---- growable strings and a block arena ------------------------------------------------ */
+
+/* A growable byte string (grows without a cap: it holds one row, one header or one Status). */
+struct sbuf {
+    char *p;
+    size_t len;
+    size_t cap;
+};
+
+static void sb_put(struct sbuf *sb, const char *s, size_t n)
+{
+    if (sb->len + n + 1 > sb->cap) {
+        size_t cap = sb->cap ? sb->cap : 256;
+        while (cap < sb->len + n + 1) {
+            cap *= 2;
+        }
+        sb->p = xrealloc(sb->p, cap);
+        sb->cap = cap;
+    }
+    memcpy(sb->p + sb->len, s, n);
+    sb->len += n;
+    sb->p[sb->len] = '\0';
+}
+
+static void sb_str(struct sbuf *sb, const char *s)
+{
+    sb_put(sb, s, strlen(s));
+}
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    int w;
+
+    va_start(ap, fmt);
+    w = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (w > 0) {
+        sb_put(sb, tmp, (size_t)w < sizeof(tmp) ? (size_t)w : sizeof(tmp) - 1);
+    }
+}
+
+/* Appends <s> as a JSON string literal, escaped as Go's encoding/json does. */
+static void sb_quote(struct sbuf *sb, const char *s, size_t n)
+{
+    size_t need = kube_json_quote(s, n, NULL, 0);
+
+    if (sb->len + need + 1 > sb->cap) {
+        sb->cap = sb->len + need + 1;
+        sb->p = xrealloc(sb->p, sb->cap);
+    }
+    kube_json_quote(s, n, sb->p + sb->len, need + 1);
+    sb->len += need;
+}
+
+static void sb_free(struct sbuf *sb)
+{
+    free(sb->p);
+    memset(sb, 0, sizeof(*sb));
+}
+
+/* Stable storage for the computed pieces of one LIST body (rows, reordered metadata). */
+struct arena_blk {
+    struct arena_blk *next;
+    size_t len;
+    size_t cap;
+    char data[];
+};
+
+#define ARENA_BLOCK (64 * 1024)
+
+static char *arena_copy(struct arena_blk **head, const char *s, size_t n)
+{
+    struct arena_blk *b = *head;
+    char *out;
+
+    if (!b || b->cap - b->len < n) {
+        size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        b = xmalloc(sizeof(*b) + cap);
+        b->len = 0;
+        b->cap = cap;
+        b->next = *head;
+        *head = b;
+    }
+    out = b->data + b->len;
+    memcpy(out, s, n);
+    b->len += n;
+    return out;
+}
+
+static void arena_free(struct arena_blk *b)
+{
+    while (b) {
+        struct arena_blk *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+/*
+ * The pieces of one reply element, in order. A piece is either lent (stable bytes: a blob,
+ * a literal) or temporary: built in <sb>, recorded by offset, and resolved to a pointer with
+ * pieces_resolve once building is over (sb may move while it grows).
+ */
+#define PIECES_MAX 16
+
+struct pieces {
+    struct iovec iov[PIECES_MAX];
+    size_t tmp_off[PIECES_MAX]; /* offset in sb, or SIZE_MAX for a lent piece */
+    size_t n;
+    struct sbuf sb;
+};
+
+static void pc_lent(struct pieces *pc, const char *p, size_t n)
+{
+    BUG_ON(pc->n >= PIECES_MAX);
+    pc->iov[pc->n].iov_base = (void *)p;
+    pc->iov[pc->n].iov_len = n;
+    pc->tmp_off[pc->n++] = SIZE_MAX;
+}
+
+static void pc_lit(struct pieces *pc, const char *s)
+{
+    pc_lent(pc, s, strlen(s));
+}
+
+/* Starts a temporary piece: what is appended to pc->sb until pc_end belongs to it. */
+static void pc_begin(struct pieces *pc)
+{
+    BUG_ON(pc->n >= PIECES_MAX);
+    pc->tmp_off[pc->n] = pc->sb.len;
+    pc->iov[pc->n].iov_base = NULL;
+}
+
+static void pc_end(struct pieces *pc)
+{
+    pc->iov[pc->n].iov_len = pc->sb.len - pc->tmp_off[pc->n];
+    pc->n++;
+}
+
+/* Points the temporary pieces at <base> (pc->sb.p, or a copy of pc->sb's bytes). */
+static void pieces_resolve(struct pieces *pc, const char *base)
+{
+    for (size_t i = 0; i < pc->n; i++) {
+        if (pc->tmp_off[i] != SIZE_MAX) {
+            pc->iov[i].iov_base = (void *)(base + pc->tmp_off[i]);
+        }
+    }
+}
+
+static size_t pieces_total(const struct pieces *pc)
+{
+    size_t t = 0;
+
+    for (size_t i = 0; i < pc->n; i++) {
+        t += pc->iov[i].iov_len;
+    }
+    return t;
+}
+
+/* ---- pretty printing: Go's json.Indent over bytes -------------------------------------- */
+
+static void indent_init(struct indent *st)
+{
+    memset(st, 0, sizeof(*st));
+}
+
+static size_t indent_nl(char *p, size_t pl, int depth)
+{
+    int d = depth < 0 ? 0 : depth > INDENT_MAX_DEPTH ? INDENT_MAX_DEPTH : depth;
+
+    p[pl++] = '\n';
+    memset(p + pl, ' ', (size_t)d * 2);
+    return pl + (size_t)d * 2;
+}
+
+/*
+ * Re-indents in[0..in_len) into out[0..cap) as json.Indent(dst, src, "", "  ") would: every
+ * byte inside strings is copied, whitespace outside strings is dropped (so the trailing "\n"
+ * of a compact body disappears, as MarshalIndent has none), and newlines plus two spaces per
+ * level go after '{' '[' ',' and before '}' ']' ({} and [] stay empty). ':' gets one space.
+ * <out> NULL counts without writing. Sets *used to the input bytes consumed; returns the
+ * bytes produced. Stops when out is full; bytes already produced wait in st->pend.
+ */
+static size_t indent_run(struct indent *st, const char *in, size_t in_len, size_t *used, char *out,
+                         size_t cap)
+{
+    size_t o = 0, i = 0;
+
+    for (;;) {
+        if (st->pend_off < st->pend_len) {
+            size_t k = st->pend_len - st->pend_off;
+            if (out) {
+                k = k < cap - o ? k : cap - o;
+                memcpy(out + o, st->pend + st->pend_off, k);
+            }
+            o += k;
+            st->pend_off += k;
+            if (st->pend_off < st->pend_len) {
+                break;
+            }
+            st->pend_off = st->pend_len = 0;
+        }
+        if (i == in_len || (out && o == cap)) {
+            break;
+        }
+        char c = in[i++];
+        if (st->in_str) {
+            if (st->esc) {
+                st->esc = false;
+            } else if (c == '\\') {
+                st->esc = true;
+            } else if (c == '"') {
+                st->in_str = false;
+            }
+            if (out) {
+                out[o] = c;
+            }
+            o++;
+            continue;
+        }
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        }
+        size_t pl = 0;
+        char *p = st->pend;
+        if (st->need_indent && c != '}' && c != ']') {
+            st->need_indent = false;
+            st->depth++;
+            pl = indent_nl(p, pl, st->depth);
+        }
+        switch (c) {
+        case '{':
+        case '[':
+            st->need_indent = true;
+            p[pl++] = c;
+            break;
+        case ',':
+            p[pl++] = c;
+            pl = indent_nl(p, pl, st->depth);
+            break;
+        case ':':
+            p[pl++] = c;
+            p[pl++] = ' ';
+            break;
+        case '}':
+        case ']':
+            if (st->need_indent) {
+                st->need_indent = false;
+            } else {
+                st->depth--;
+                pl = indent_nl(p, pl, st->depth);
+            }
+            p[pl++] = c;
+            break;
+        case '"':
+            st->in_str = true;
+            p[pl++] = c;
+            break;
+        default:
+            p[pl++] = c;
+            break;
+        }
+        st->pend_len = pl;
+        st->pend_off = 0;
+    }
+    *used = i;
+    return o;
+}
+
+/* Indents a whole buffer into a new one (caller frees); *out_len gets its length. */
+static char *indent_dup(const char *in, size_t len, size_t *out_len)
+{
+    struct indent *st = xmalloc(sizeof(*st));
+    size_t used, n;
+    char *out;
+
+    indent_init(st);
+    n = indent_run(st, in, len, &used, NULL, 0);
+    out = xmalloc(n + 1);
+    indent_init(st);
+    *out_len = indent_run(st, in, len, &used, out, n);
+    out[*out_len] = '\0';
+    free(st);
+    return out;
+}
+
+/* ---- reply bodies: source pieces -> [indent] -> [gzip] -> MHD --------------------------- */
+
+static void hbody_free(struct hbody *b)
+{
+    if (!b) {
+        return;
+    }
+    if (b->z_ready) {
+        deflateEnd(&b->z);
+    }
+    if (b->done) {
+        b->done(b->ctx);
+    }
+    free(b->stage);
+    free(b->iov);
+    free(b);
+}
+
+/* The next unread source bytes (NULL once everything was read). */
+static const char *src_peek(struct hbody *b, size_t *len)
+{
+    while (b->idx < b->n && b->off == b->iov[b->idx].iov_len) {
+        b->idx++;
+        b->off = 0;
+    }
+    if (b->idx == b->n) {
+        return NULL;
+    }
+    *len = b->iov[b->idx].iov_len - b->off;
+    return (const char *)b->iov[b->idx].iov_base + b->off;
+}
+
+/* Fills out[0..cap) with indented bytes; returns how many (0 only when all were written). */
+static size_t pretty_fill(struct hbody *b, char *out, size_t cap)
+{
+    size_t o = 0;
+
+    while (o < cap) {
+        size_t len = 0, used = 0;
+        const char *p = src_peek(b, &len);
+        o += indent_run(&b->ind, p ? p : "", p ? len : 0, &used, out + o, cap - o);
+        if (!p) {
+            break; /* the source is over; o < cap means nothing is pending either */
+        }
+        b->off += used;
+    }
+    return o;
+}
+
+/* Counts the indented length of <iov>, stopping once it exceeds <limit>. */
+static size_t pretty_length(const struct iovec *iov, size_t n, size_t limit)
+{
+    struct indent *st = xmalloc(sizeof(*st));
+    size_t total = 0, used;
+
+    indent_init(st);
+    for (size_t i = 0; i < n && total <= limit; i++) {
+        total += indent_run(st, iov[i].iov_base, iov[i].iov_len, &used, NULL, 0);
+    }
+    free(st);
+    return total;
+}
+
+/* deflate (gzip wrapper, level 1) as MHD pulls: only z_stream's window and one stage are
+ * held, whatever the body size. */
+static ssize_t gzip_fill(struct hbody *b, char *buf, size_t max)
+{
+    size_t n;
+
+    if (!b->z_ready) {
+        if (deflateInit2(&b->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            log_error("http", "msg=\"deflateInit2 failed\"");
+            return HTTP_STREAM_ABORT;
+        }
+        b->z_ready = true;
+    }
+    if (b->z_end) {
+        return HTTP_STREAM_END;
+    }
+    b->z.next_out = (Bytef *)buf;
+    b->z.avail_out = (uInt)(max > UINT_MAX ? UINT_MAX : max);
+    while (b->z.avail_out > 0) {
+        int rc;
+        if (b->z.avail_in == 0 && !b->src_done) {
+            if (b->pretty) {
+                size_t k = pretty_fill(b, b->stage, GZIP_STAGE);
+                b->src_done = k == 0;
+                b->z.next_in = (Bytef *)b->stage;
+                b->z.avail_in = (uInt)k;
+            } else {
+                size_t len = 0;
+                const char *p = src_peek(b, &len);
+                b->src_done = p == NULL;
+                len = len > UINT_MAX ? UINT_MAX : len;
+                b->z.next_in = (Bytef *)p; /* lent: the pieces live until <done> */
+                b->z.avail_in = (uInt)len;
+                b->off += len;
+            }
+        }
+        rc = deflate(&b->z, b->src_done && b->z.avail_in == 0 ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_END) {
+            b->z_end = true;
+            break;
+        }
+        if (rc != Z_OK && rc != Z_BUF_ERROR) {
+            log_error("http", "rc=%d msg=\"deflate failed\"", rc);
+            return HTTP_STREAM_ABORT;
+        }
+    }
+    n = max - b->z.avail_out;
+    return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+}
+
+static ssize_t body_read(void *ctx, char *buf, size_t max)
+{
+    struct hreq *h = ctx;
+    struct hbody *b = h->body;
+    size_t n;
+
+    if (b->gz) {
+        return gzip_fill(b, buf, max);
+    }
+    n = pretty_fill(b, buf, max);
+    return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+}
+
+/*
+ * Replies 200 with the body gathered from <iov> (the array is copied, the bytes are lent
+ * until <done>(<ctx>) runs, which also happens when this fails). Plain bodies keep
+ * Content-Length; pretty ones are re-indented as they are read; bodies above 128 KiB get
+ * gzip when the client offered it (Content-Encoding and Vary as kube-apiserver sets them).
+ */
+static void reply_body(struct hreq *h, const struct iovec *iov, size_t n, void (*done)(void *),
+                       void *ctx)
+{
+    struct hbody *b;
+    size_t total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        total += iov[i].iov_len;
+    }
+    h->phase = PH_DONE;
+    if (!h->neg.pretty && !(h->neg.gzip && total > GZIP_THRESHOLD)) {
+        http_reply_iov(h->req, 200, "application/json", iov, n, done, ctx);
+        return;
+    }
+    b = xcalloc(1, sizeof(*b));
+    b->iov = xmalloc(sizeof(*iov) * (n ? n : 1));
+    memcpy(b->iov, iov, sizeof(*iov) * n);
+    b->n = n;
+    b->done = done;
+    b->ctx = ctx;
+    b->pretty = h->neg.pretty;
+    if (b->pretty) {
+        indent_init(&b->ind);
+        total = pretty_length(iov, n, GZIP_THRESHOLD);
+    }
+    b->gz = h->neg.gzip && total > GZIP_THRESHOLD;
+    if (b->gz) {
+        http_req_add_header(h->req, "Content-Encoding", "gzip");
+        http_req_add_header(h->req, "Vary", "Accept-Encoding");
+        if (b->pretty) {
+            b->stage = xmalloc(GZIP_STAGE);
+        }
+    }
+    h->body = b;
+    http_reply_stream(h->req, 200, "application/json", body_read, h);
+}
+
+/* ---- content negotiation (negotiation.NegotiateOutputMediaType, goautoneg) -------------- */
+
+struct span {
+    const char *p;
+    size_t n;
+};
+
+/* One clause of an Accept header as goautoneg.ParseAccept keeps it. */
+struct accept_clause {
+    struct span type;
+    struct span subtype;
+    float q;
+    bool has_as; /* "as", "g", "v" present (even empty): a conversion was asked for */
+    bool has_g;
+    bool has_v;
+    struct span as;
+    struct span g;
+    struct span v;
+    struct span stream;
+    struct span sv;
+    struct span pretty;
+};
+
+static bool span_eq(struct span s, const char *lit)
+{
+    return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+/* strings.Trim(s, " "): spaces only, not tabs. */
+static struct span span_trim(const char *p, size_t n)
+{
+    while (n > 0 && p[0] == ' ') {
+        p++;
+        n--;
+    }
+    while (n > 0 && p[n - 1] == ' ') {
+        n--;
+    }
+    return (struct span){p, n};
+}
+
+/* strconv.ParseFloat(s, 32) as goautoneg uses it: a syntax error gives 0. */
+static float parse_q(const char *p, size_t n)
+{
+    char tmp[64];
+    char *end = NULL;
+    double d;
+
+    if (n == 0 || n >= sizeof(tmp) || p[0] == ' ' || p[0] == '\t') {
+        return 0.0f;
+    }
+    memcpy(tmp, p, n);
+    tmp[n] = '\0';
+    d = strtod(tmp, &end);
+    if (end != tmp + n) {
+        return 0.0f;
+    }
+    return (float)d;
+}
+
+static const char *memchr_or_end(const char *p, const char *end, char c)
+{
+    const char *q = memchr(p, c, (size_t)(end - p));
+    return q ? q : end;
+}
+
+/* Parses one comma-separated part; false when goautoneg skips it. */
+static bool accept_clause_parse(const char *p, size_t n, struct accept_clause *c)
+{
+    struct span part = span_trim(p, n);
+    const char *end = part.p + part.n;
+    const char *semi = memchr_or_end(part.p, end, ';');
+    const char *slash = memchr_or_end(part.p, semi, '/');
+    const char *q;
+
+    memset(c, 0, sizeof(*c));
+    c->q = 1.0f;
+    c->type = span_trim(part.p, (size_t)(slash - part.p));
+    if (slash == semi) {
+        if (!span_eq(c->type, "*")) {
+            return false;
+        }
+        c->subtype = (struct span){"*", 1};
+    } else {
+        if (memchr(slash + 1, '/', (size_t)(semi - slash - 1))) {
+            return false; /* more than one '/' */
+        }
+        c->subtype = span_trim(slash + 1, (size_t)(semi - slash - 1));
+    }
+    for (q = semi; q < end;) {
+        const char *ps = q + 1;
+        const char *pe = memchr_or_end(ps, end, ';');
+        const char *eq = memchr_or_end(ps, pe, '=');
+        q = pe;
+        if (eq == pe) {
+            continue; /* no '=': skipped */
+        }
+        struct span key = span_trim(ps, (size_t)(eq - ps));
+        struct span val = span_trim(eq + 1, (size_t)(pe - eq - 1));
+        if (span_eq(key, "q")) {
+            c->q = parse_q(eq + 1, (size_t)(pe - eq - 1)); /* untrimmed, as goautoneg */
+        } else if (span_eq(key, "as")) {
+            c->has_as = true;
+            c->as = val;
+        } else if (span_eq(key, "g")) {
+            c->has_g = true;
+            c->g = val;
+        } else if (span_eq(key, "v")) {
+            c->has_v = true;
+            c->v = val;
+        } else if (span_eq(key, "stream")) {
+            c->stream = val;
+        } else if (span_eq(key, "sv")) {
+            c->sv = val;
+        } else if (span_eq(key, "pretty")) {
+            c->pretty = val;
+        }
+    }
+    return true;
+}
+
+/* goautoneg's accept_slice.Less. */
+static bool accept_less(const struct accept_clause *a, const struct accept_clause *b)
+{
+    if (a->q > b->q) {
+        return true;
+    }
+    if (!span_eq(a->type, "*") && span_eq(b->type, "*")) {
+        return true;
+    }
+    return !span_eq(a->subtype, "*") && span_eq(b->subtype, "*");
+}
+
+/* goautoneg.ParseAccept: parts in order, then sort.Sort (an insertion sort below 13 items,
+ * which is what Go runs for any real header). Returns the number of clauses. */
+static size_t accept_parse(const char *hdr, struct accept_clause *out, size_t cap)
+{
+    const char *p = hdr, *end = hdr + strlen(hdr);
+    size_t n = 0;
+
+    while (n < cap) {
+        const char *comma = memchr_or_end(p, end, ',');
+        if (accept_clause_parse(p, (size_t)(comma - p), &out[n])) {
+            n++;
+        }
+        if (comma == end) {
+            break;
+        }
+        p = comma + 1;
+    }
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0 && accept_less(&out[j], &out[j - 1]); j--) {
+            struct accept_clause t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    }
+    return n;
+}
+
+/* Kinds kwp prints a server-side Table for (printers.go); others fall back to plain JSON
+ * when the client allows it, which kubectl prints as NAME AGE. */
+static bool table_printer(const struct apires *ar)
+{
+    return ar->kind.builtin && ar->kind.group[0] == '\0' && strcmp(ar->kind.plural, "pods") == 0;
+}
+
+/*
+ * acceptMediaTypeOptions for the JSON serializer: RequestScope's restrictions, or with
+ * <status> DefaultEndpointRestrictions (how errors are written: no transforms, no sv).
+ * <any_table>: accept as=Table for kinds without a printer (rest's default convertor).
+ */
+static bool neg_clause(const struct accept_clause *c, bool status, bool any_table,
+                       const struct apires *ar, struct neg *out)
+{
+    bool json = span_eq(c->type, "application") &&
+                (span_eq(c->subtype, "json") || span_eq(c->subtype, "*"));
+
+    if (!json && !(span_eq(c->type, "*") && span_eq(c->subtype, "*"))) {
+        return false;
+    }
+    if (c->stream.n > 0 && !span_eq(c->stream, "watch")) {
+        return false;
+    }
+    if (c->sv.n > 0 && (status || !span_eq(c->sv, "v1"))) {
+        return false;
+    }
+    out->as = NEG_AS_NONE;
+    out->v1beta1 = false;
+    out->table_default = false;
+    out->pretty = span_eq(c->pretty, "1");
+    if (!c->has_as && !c->has_g && !c->has_v) {
+        return true;
+    }
+    if (status || !span_eq(c->g, META_GROUP)) {
+        return false;
+    }
+    if (span_eq(c->v, "v1beta1")) {
+        out->v1beta1 = true;
+    } else if (!span_eq(c->v, "v1")) {
+        return false;
+    }
+    if (span_eq(c->as, "PartialObjectMetadata")) {
+        out->as = NEG_AS_POM;
+        return true;
+    }
+    if (span_eq(c->as, "PartialObjectMetadataList")) {
+        out->as = NEG_AS_POML;
+        return true;
+    }
+    if (span_eq(c->as, "Table")) {
+        out->as = NEG_AS_TABLE;
+        out->table_default = !table_printer(ar);
+        return !out->table_default || any_table;
+    }
+    return false;
+}
+
+/* negotiation.isPrettyPrint: ?pretty= (strconv.ParseBool, errors false) decides when
+ * non-empty, else a curl, Wget or browser User-Agent. */
+static bool is_pretty_print(const struct http_req *req)
+{
+    const char *pp = http_req_arg(req, "pretty");
+    const char *ua;
+    bool v = false;
+
+    if (pp && pp[0]) {
+        (void)k8s_parse_bool(pp, &v);
+        return v;
+    }
+    ua = http_req_header(req, "User-Agent");
+    return ua && (strncmp(ua, "curl", 4) == 0 || strncmp(ua, "Wget", 4) == 0 ||
+                  strncmp(ua, "Mozilla/5.0", 11) == 0);
+}
+
+/* responsewriters.negotiateContentEncoding: a comma-split token equal to "gzip" after
+ * strings.TrimSpace ("gzip;q=1" is not one). */
+static bool accepts_gzip(const char *ae)
+{
+    const char *p, *end;
+
+    if (!ae) {
+        return false;
+    }
+    end = ae + strlen(ae);
+    for (p = ae;;) {
+        const char *comma = memchr_or_end(p, end, ',');
+        const char *a = p, *b = comma;
+        while (a < b && strchr(" \t\n\v\f\r", *a)) {
+            a++;
+        }
+        while (b > a && strchr(" \t\n\v\f\r", b[-1])) {
+            b--;
+        }
+        if (b - a == 4 && memcmp(a, "gzip", 4) == 0) {
+            return true;
+        }
+        if (comma == end) {
+            return false;
+        }
+        p = comma + 1;
+    }
+}
+
+static enum neg_incl parse_incl(const struct http_req *req)
+{
+    const char *v = http_req_arg(req, "includeObject");
+
+    if (!v || !v[0] || strcmp(v, "Metadata") == 0) {
+        return INCL_METADATA;
+    }
+    if (strcmp(v, "None") == 0) {
+        return INCL_NONE;
+    }
+    return strcmp(v, "Object") == 0 ? INCL_OBJECT : INCL_INVALID;
+}
+
+/*
+ * Negotiates an Accept header (NULL or "" = none) for <ar>; <pretty_print> is isPrettyPrint.
+ * Fills everything but gzip and incl. Returns 0, or -ENOTSUP when no clause names something
+ * kwp can produce (the 406; *out still says how to write that Status).
+ */
+static int neg_accept(const char *accept, bool pretty_print, const struct apires *ar,
+                      bool any_table, struct neg *out)
+{
+    struct accept_clause cl[NEG_MAX_CLAUSES];
+    struct neg tmp;
+    bool found = false;
+    size_t n;
+
+    memset(out, 0, sizeof(*out));
+    if (!accept || !accept[0]) {
+        out->pretty = out->status_indent = pretty_print;
+        return 0;
+    }
+    n = accept_parse(accept, cl, NEG_MAX_CLAUSES);
+    for (size_t i = 0; i < n && !found; i++) {
+        found = neg_clause(&cl[i], false, any_table, ar, &tmp);
+    }
+    if (found) {
+        out->as = tmp.as;
+        out->v1beta1 = tmp.v1beta1;
+        out->table_default = tmp.table_default;
+        out->pretty = tmp.pretty || pretty_print;
+    }
+    out->status_indent = true; /* WriteRawJSON unless a plain JSON clause is acceptable */
+    for (size_t i = 0; i < n; i++) {
+        if (neg_clause(&cl[i], true, false, ar, &tmp)) {
+            out->status_indent = tmp.pretty || pretty_print;
+            break;
+        }
+    }
+    return found ? 0 : -ENOTSUP;
+}
+
+/* neg_accept for a request, plus its Accept-Encoding and includeObject. */
+static int neg_compute(const struct http_req *req, const struct apires *ar, bool any_table,
+                       struct neg *out)
+{
+    int rc = neg_accept(http_req_header(req, "Accept"), is_pretty_print(req), ar, any_table, out);
+
+    out->gzip = accepts_gzip(http_req_header(req, "Accept-Encoding"));
+    out->incl = parse_incl(req);
+    return rc;
+}
+
+/*
+ * Writes a Status the way ErrorNegotiated does for this request: compact JSON and "\n", or
+ * indented without the newline (the pretty serializer, or WriteRawJSON's MarshalIndent when
+ * no plain JSON clause was acceptable).
+ */
+static void reply_status(struct http_req *req, const struct neg *neg, const struct kstatus *st)
+{
+    char small[2048];
+    char *buf = small, *out;
+    size_t need, out_len;
+
+    if (!neg->status_indent) {
+        http_reply_status(req, st);
+        return;
+    }
+    need = kube_json_status(st, small, sizeof(small));
+    if (need >= sizeof(small)) {
+        buf = xmalloc(need + 1);
+        kube_json_status(st, buf, need + 1);
+    }
+    out = indent_dup(buf, need, &out_len);
+    if (st->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof(ra), "%d", st->retry_after);
+        http_req_add_header(req, "Retry-After", ra);
+    }
+    http_reply(req, st->code, "application/json", out, out_len);
+    free(out);
+    if (buf != small) {
+        free(buf);
+    }
+}
+
+/* The 406 of NegotiateOutputMediaType, listing what kwp serves. */
+static void reply_not_acceptable(struct http_req *req, const struct neg *neg)
+{
+    struct kstatus st;
+
+    kstatus_set(&st, 406, "NotAcceptable",
+                "only the following media types are accepted: application/json");
+    reply_status(req, neg, &st);
+}
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -99,6 +1021,7 @@ static void hreq_free(void *state)
     selector_free(h->lsel);
     selector_free(h->fsel);
     free(h->over);
+    hbody_free(h->body);
     free(h);
 }
 
@@ -119,10 +1042,10 @@ static bool scope_match(const struct hreq *h, const struct blob *b)
     return selector_match(h->lsel, b) && selector_match(h->fsel, b);
 }
 
-static bool json_empty_object(const struct blob *b)
+static bool json_empty_object(const char *data, size_t len)
 {
-    for (size_t i = 1; i < b->len; i++) {
-        char c = b->data[i];
+    for (size_t i = 1; i < len; i++) {
+        char c = data[i];
         if (c == '}') {
             return true;
         }
@@ -134,20 +1057,21 @@ static bool json_empty_object(const struct blob *b)
 }
 
 /*
- * Splits the JSON of <b> as a watch event or GET shows it into at most 5 pieces: typemeta
- * prefix (built-ins), the body, with the resourceVersion string replaced by <rv_override>
- * when given. Returns the number of pieces; *total gets the byte count.
+ * Splits the JSON of <ov> as a watch event or GET shows it into at most 5 pieces: typemeta
+ * prefix (built-ins), the body, with the resourceVersion string replaced when <ov> overrides
+ * it. Returns the number of pieces; *total gets the byte count.
  */
-static size_t object_pieces(const char *typemeta, size_t typemeta_len, const struct blob *b,
-                            const char *rv_override, struct iovec *iov, size_t *total)
+static size_t object_pieces(const char *typemeta, size_t typemeta_len, const struct objview *ov,
+                            struct iovec *iov, size_t *total)
 {
     size_t n = 0, start = 0;
-    bool over = rv_override && b->rv_len > 0 && b->rv_off > 0 && b->rv_off + b->rv_len <= b->len;
+    bool over =
+        ov->override && ov->rv_len > 0 && ov->rv_off > 0 && ov->rv_off + ov->rv_len <= ov->len;
 
-    if (typemeta_len > 0 && b->len >= 2 && b->data[0] == '{') {
+    if (typemeta_len > 0 && ov->len >= 2 && ov->data[0] == '{') {
         iov[n].iov_base = (void *)typemeta;
         iov[n++].iov_len = typemeta_len;
-        if (json_empty_object(b)) {
+        if (json_empty_object(ov->data, ov->len)) {
             iov[n].iov_base = (void *)"}";
             iov[n++].iov_len = 1;
             goto done;
@@ -157,15 +1081,15 @@ static size_t object_pieces(const char *typemeta, size_t typemeta_len, const str
         start = 1;
     }
     if (over) {
-        iov[n].iov_base = (void *)(b->data + start);
-        iov[n++].iov_len = b->rv_off - start;
-        iov[n].iov_base = (void *)rv_override;
-        iov[n++].iov_len = strlen(rv_override);
-        iov[n].iov_base = (void *)(b->data + b->rv_off + b->rv_len);
-        iov[n++].iov_len = b->len - b->rv_off - b->rv_len;
+        iov[n].iov_base = (void *)(ov->data + start);
+        iov[n++].iov_len = ov->rv_off - start;
+        iov[n].iov_base = (void *)ov->rv;
+        iov[n++].iov_len = strlen(ov->rv);
+        iov[n].iov_base = (void *)(ov->data + ov->rv_off + ov->rv_len);
+        iov[n++].iov_len = ov->len - ov->rv_off - ov->rv_len;
     } else {
-        iov[n].iov_base = (void *)(b->data + start);
-        iov[n++].iov_len = b->len - start;
+        iov[n].iov_base = (void *)(ov->data + start);
+        iov[n++].iov_len = ov->len - start;
     }
 done:
     *total = 0;
@@ -196,7 +1120,9 @@ char *handlers_object_json(const struct apires *ar, const struct blob *b, size_t
                          ar->kind.kind, ar->api_version);
         tlen = w > 0 && (size_t)w < sizeof(typemeta) ? (size_t)w : 0;
     }
-    n = object_pieces(typemeta, tlen, b, NULL, iov, &total);
+    struct objview ov = ov_of(b, NULL);
+
+    n = object_pieces(typemeta, tlen, &ov, iov, &total);
     out = xmalloc(total + 2);
     for (size_t i = 0; i < n; i++) {
         memcpy(out + off, iov[i].iov_base, iov[i].iov_len);
@@ -208,8 +1134,7 @@ char *handlers_object_json(const struct apires *ar, const struct blob *b, size_t
     return out;
 }
 
-int handlers_check_fields(const struct apires *ar, const struct selector *fsel,
-                          struct kstatus *st)
+int handlers_check_fields(const struct apires *ar, const struct selector *fsel, struct kstatus *st)
 {
     size_t n = selector_count(fsel);
     bool custom = ar->kind.fields[0] != NULL;
@@ -217,8 +1142,7 @@ int handlers_check_fields(const struct apires *ar, const struct selector *fsel,
     for (size_t i = 0; i < n; i++) {
         const char *f = selector_field(fsel, i);
         bool ok = strcmp(f, "metadata.name") == 0 ||
-                  (strcmp(f, "metadata.namespace") == 0 &&
-                   (ar->kind.namespaced || !custom));
+                  (strcmp(f, "metadata.namespace") == 0 && (ar->kind.namespaced || !custom));
         for (size_t j = 0; !ok && j < APIRES_MAX_FIELDS && ar->kind.fields[j]; j++) {
             ok = strcmp(f, ar->kind.fields[j]) == 0;
         }
@@ -240,26 +1164,790 @@ int handlers_check_fields(const struct apires *ar, const struct selector *fsel,
     return 0;
 }
 
-static void reply_too_large(struct http_req *req, struct apires *ar, uint64_t want, bool get)
+/* ---- transforms: PartialObjectMetadata and Table (handlers/response.go, printers.go) ---- */
+
+#define POM_PREFIX_V1                                                                              \
+    "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":"
+#define POM_PREFIX_V1BETA1                                                                         \
+    "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1beta1\",\"metadata\":"
+
+static const char *meta_gv(const struct neg *neg)
+{
+    return neg->v1beta1 ? "meta.k8s.io/v1beta1" : "meta.k8s.io/v1";
+}
+
+/* null, "", {} or [] (the values omitempty drops), whitespace allowed. */
+static bool json_blank(const char *v, size_t n)
+{
+    size_t a = 0, b = n, k = 0;
+
+    while (a < b && (v[a] == ' ' || v[a] == '\t' || v[a] == '\n' || v[a] == '\r')) {
+        a++;
+    }
+    while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t' || v[b - 1] == '\n' || v[b - 1] == '\r')) {
+        b--;
+    }
+    if (b - a == 4 && memcmp(v + a, "null", 4) == 0) {
+        return true;
+    }
+    if (b - a < 2 || !((v[a] == '"' && v[b - 1] == '"') || (v[a] == '{' && v[b - 1] == '}') ||
+                       (v[a] == '[' && v[b - 1] == ']'))) {
+        return false;
+    }
+    for (k = a + 1; k < b - 1; k++) {
+        if (v[k] != ' ' && v[k] != '\t' && v[k] != '\n' && v[k] != '\r') {
+            return false;
+        }
+    }
+    return v[a] != '"' || b - a == 2;
+}
+
+static const char *const owner_ref_order[] = {
+    "apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion", NULL};
+static const char *const managed_order[] = {"manager",    "operation", "apiVersion",  "time",
+                                            "fieldsType", "fieldsV1",  "subresource", NULL};
+
+static void sb_member_key(struct sbuf *sb, bool *first, const char *key)
+{
+    if (!*first) {
+        sb_put(sb, ",", 1);
+    }
+    *first = false;
+    sb_quote(sb, key, strlen(key));
+    sb_put(sb, ":", 1);
+}
+
+/* The elements of an ownerReferences or managedFields array in struct field order. */
+static void meta_reorder_array(const char *v, size_t n, const char *const *order, bool owners,
+                               struct sbuf *sb)
+{
+    size_t pos = 0, eoff, elen;
+    bool first = true;
+
+    sb_put(sb, "[", 1);
+    while (kube_json_array_next(v, n, &pos, &eoff, &elen) == 1) {
+        const char *e = v + eoff;
+        bool efirst = true;
+        if (e[0] != '{') {
+            continue;
+        }
+        sb_put(sb, first ? "{" : ",{", first ? 1 : 2);
+        first = false;
+        for (size_t i = 0; order[i]; i++) {
+            size_t off, len;
+            bool found = kube_json_member(e, elen, order[i], &off, &len) == 0;
+            if (owners && i < 4) { /* apiVersion, kind, name, uid: no omitempty */
+                sb_member_key(sb, &efirst, order[i]);
+                if (found && e[off] == '"') {
+                    sb_put(sb, e + off, len);
+                } else {
+                    sb_put(sb, "\"\"", 2);
+                }
+            } else if (owners) { /* *bool: kept when a boolean */
+                if (found && (e[off] == 't' || e[off] == 'f')) {
+                    sb_member_key(sb, &efirst, order[i]);
+                    sb_put(sb, e + off, len);
+                }
+            } else if (found && !(len == 4 && memcmp(e + off, "null", 4) == 0) &&
+                       !(len == 2 && memcmp(e + off, "\"\"", 2) == 0)) {
+                sb_member_key(sb, &efirst, order[i]);
+                sb_put(sb, e + off, len);
+            }
+        }
+        sb_put(sb, "}", 1);
+    }
+    sb_put(sb, "]", 1);
+}
+
+/*
+ * A custom resource's metadata as kube-apiserver re-encodes it for PartialObjectMetadata:
+ * meta.AsPartialObjectMetadata copies the unstructured accessors into metav1.ObjectMeta, so
+ * members come out in struct order, empty ones dropped (omitempty), unknown ones gone, and
+ * ownerReferences / managedFields entries in their struct order. Values stay verbatim
+ * (maps were key-sorted by the upstream's encoder and still are).
+ */
+static void meta_reorder(const char *m, size_t n, const char *rv_override, struct sbuf *sb)
+{
+    static const char *const order[] = {"name",
+                                        "generateName",
+                                        "namespace",
+                                        "selfLink",
+                                        "uid",
+                                        "resourceVersion",
+                                        "generation",
+                                        "creationTimestamp",
+                                        "deletionTimestamp",
+                                        "deletionGracePeriodSeconds",
+                                        "labels",
+                                        "annotations",
+                                        "ownerReferences",
+                                        "finalizers",
+                                        "managedFields",
+                                        NULL};
+    bool first = true;
+
+    sb_put(sb, "{", 1);
+    for (size_t i = 0; order[i]; i++) {
+        size_t off, len;
+        const char *k = order[i];
+        if (kube_json_member(m, n, k, &off, &len) != 0 || json_blank(m + off, len)) {
+            continue;
+        }
+        if (strcmp(k, "generation") == 0 && len == 1 && m[off] == '0') {
+            continue;
+        }
+        sb_member_key(sb, &first, k);
+        if (rv_override && strcmp(k, "resourceVersion") == 0) {
+            sb_quote(sb, rv_override, strlen(rv_override));
+        } else if (strcmp(k, "ownerReferences") == 0 && m[off] == '[') {
+            meta_reorder_array(m + off, len, owner_ref_order, true, sb);
+        } else if (strcmp(k, "managedFields") == 0 && m[off] == '[') {
+            meta_reorder_array(m + off, len, managed_order, false, sb);
+        } else {
+            sb_put(sb, m + off, len);
+        }
+    }
+    sb_put(sb, "}", 1);
+}
+
+/* The object's metadata as AsPartialObjectMetadata encodes it. Built-ins: the stored span
+ * itself (the same metav1.ObjectMeta encoded both), the rv override spliced in. */
+static void pc_metadata(struct pieces *pc, const struct apires *ar, const struct objview *ov)
+{
+    size_t off = 0, len = 0;
+
+    if (kube_json_member(ov->data, ov->len, "metadata", &off, &len) != 0) {
+        pc_lit(pc, "{}");
+        return;
+    }
+    if (!ar->kind.builtin) {
+        pc_begin(pc);
+        meta_reorder(ov->data + off, len, ov->override ? ov->rv : NULL, &pc->sb);
+        pc_end(pc);
+    } else if (ov->override && ov->rv_len > 0 && ov->rv_off >= off &&
+               ov->rv_off + ov->rv_len <= off + len) {
+        pc_lent(pc, ov->data + off, ov->rv_off - off);
+        pc_lit(pc, ov->rv);
+        pc_lent(pc, ov->data + ov->rv_off + ov->rv_len, off + len - ov->rv_off - ov->rv_len);
+    } else {
+        pc_lent(pc, ov->data + off, len);
+    }
+}
+
+/* {"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{...}} */
+static void pc_pom(struct pieces *pc, const struct apires *ar, const struct neg *neg,
+                   const struct objview *ov)
+{
+    pc_lit(pc, neg->v1beta1 ? POM_PREFIX_V1BETA1 : POM_PREFIX_V1);
+    pc_metadata(pc, ar, ov);
+    pc_lit(pc, "}");
+}
+
+/* ---- Table cells ------------------------------------------------------------------------ */
+
+/* days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    int64_t era, yoe, doy, doe;
+
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static bool digits(const char *s, int n, int *out)
+{
+    int v = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* metav1.Time's time.Parse(time.RFC3339, s), to ns since the epoch. */
+static bool parse_rfc3339(const char *s, int64_t *ns)
+{
+    int y, mo, d, h, mi, se, oh = 0, om = 0;
+    int64_t frac = 0, scale = 1000000000;
+    size_t i = 19, n = strlen(s);
+
+    if (n < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
+        s[16] != ':' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
+        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) || !digits(s + 17, 2, &se) || mo < 1 ||
+        mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59) {
+        return false;
+    }
+    if (s[i] == '.') {
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+            if (scale > 1) {
+                scale /= 10;
+                frac += (s[i] - '0') * scale;
+            }
+        }
+    }
+    if (i < n && (s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
+        /* UTC */
+    } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':' &&
+               digits(s + i + 1, 2, &oh) && digits(s + i + 4, 2, &om)) {
+        if (s[i] == '-') {
+            oh = -oh;
+            om = -om;
+        }
+    } else {
+        return false;
+    }
+    *ns = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) - oh * 3600 - om * 60) *
+              1000000000LL +
+          frac;
+    return true;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* k8s.io/apimachinery/pkg/util/duration.HumanDuration. */
+static void human_duration(int64_t d, char *out, size_t cap)
+{
+    const int64_t sec_ns = 1000000000LL, min_ns = 60 * sec_ns, hour_ns = 60 * min_ns;
+    long long seconds = d / sec_ns, minutes = d / min_ns, hours = d / hour_ns;
+
+    if (seconds < -1) {
+        snprintf(out, cap, "<invalid>");
+    } else if (seconds < 0) {
+        snprintf(out, cap, "0s");
+    } else if (seconds < 120) {
+        snprintf(out, cap, "%llds", seconds);
+    } else if (minutes < 10) {
+        long long s = seconds % 60;
+        if (s == 0) {
+            snprintf(out, cap, "%lldm", minutes);
+        } else {
+            snprintf(out, cap, "%lldm%llds", minutes, s);
+        }
+    } else if (minutes < 180) {
+        snprintf(out, cap, "%lldm", minutes);
+    } else if (hours < 8) {
+        long long m = minutes % 60;
+        if (m == 0) {
+            snprintf(out, cap, "%lldh", hours);
+        } else {
+            snprintf(out, cap, "%lldh%lldm", hours, m);
+        }
+    } else if (hours < 48) {
+        snprintf(out, cap, "%lldh", hours);
+    } else if (hours < 24 * 8) {
+        if (hours % 24 == 0) {
+            snprintf(out, cap, "%lldd", hours / 24);
+        } else {
+            snprintf(out, cap, "%lldd%lldh", hours / 24, hours % 24);
+        }
+    } else if (hours < 24 * 365 * 2) {
+        snprintf(out, cap, "%lldd", hours / 24);
+    } else if (hours < 24 * 365 * 8) {
+        long long dy = (hours / 24) % 365;
+        if (dy == 0) {
+            snprintf(out, cap, "%lldy", hours / 24 / 365);
+        } else {
+            snprintf(out, cap, "%lldy%lldd", hours / 24 / 365, dy);
+        }
+    } else {
+        snprintf(out, cap, "%lldy", hours / 24 / 365);
+    }
+}
+
+/* A metav1.Time from JSON; false for null, absent or unparsable (the zero time). */
+static bool jtime(const cJSON *v, int64_t *ns)
+{
+    return cJSON_IsString(v) && parse_rfc3339(v->valuestring, ns);
+}
+
+/* printers.go translateTimestampSince. */
+static void since(bool set, int64_t t, int64_t now, char *out, size_t cap)
+{
+    if (!set) {
+        snprintf(out, cap, "<unknown>");
+    } else {
+        human_duration(now - t, out, cap);
+    }
+}
+
+static const cJSON *jobj(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = jobj(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static long long jint(const cJSON *o, const char *key)
+{
+    const cJSON *v = jobj(o, key);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+static bool jtrue(const cJSON *o, const char *key)
+{
+    return cJSON_IsTrue(jobj(o, key));
+}
+
+static bool jset(const cJSON *o, const char *key)
+{
+    const cJSON *v = jobj(o, key);
+    return v != NULL && !cJSON_IsNull(v);
+}
+
+static bool condition_true(const cJSON *conds, const char *type)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, conds)
+    {
+        if (strcmp(jstr(c, "type"), type) == 0 && strcmp(jstr(c, "status"), "True") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* podutil.IsRestartableInitContainer of the spec entry named <name> (last one wins, as the
+ * map printPod builds). */
+static bool restartable_init(const cJSON *init_specs, const char *name)
+{
+    const cJSON *c;
+    bool r = false;
+
+    cJSON_ArrayForEach(c, init_specs)
+    {
+        if (strcmp(jstr(c, "name"), name) == 0) {
+            r = strcmp(jstr(c, "restartPolicy"), "Always") == 0;
+        }
+    }
+    return r;
+}
+
+/* Keeps the later of *t and the container's lastState.terminated.finishedAt. */
+static void last_restart(const cJSON *cs, bool *set, int64_t *t)
+{
+    const cJSON *term = jobj(jobj(cs, "lastState"), "terminated");
+    int64_t ft;
+
+    if (cJSON_IsObject(term) && jtime(jobj(term, "finishedAt"), &ft) && (!*set || ft > *t)) {
+        *set = true;
+        *t = ft;
+    }
+}
+
+/* printers.go printPod (1.33+: restartable init containers, SchedulingGated): appends
+ * "cells":[...] and, for finished pods, "conditions":[...]. */
+static void pod_cells(const cJSON *pod, int64_t now, struct sbuf *sb)
+{
+    const cJSON *meta = jobj(pod, "metadata"), *spec = jobj(pod, "spec");
+    const cJSON *status = jobj(pod, "status"), *conds = jobj(status, "conditions");
+    const cJSON *init_specs = jobj(spec, "initContainers"), *c;
+    const char *phase = jstr(status, "phase"), *cells[9];
+    char reason_buf[320], ready[48], restarts_s[96], age[32], ago[32], gates[48];
+    const char *reason = phase;
+    int total = cJSON_GetArraySize(jobj(spec, "containers")), ready_n = 0, i = 0;
+    long long restarts = 0, r_restarts = 0;
+    bool initializing = false, last_set = false, r_last_set = false, created_set;
+    int64_t last = 0, r_last = 0, created = 0;
+
+    if (jstr(status, "reason")[0]) {
+        reason = jstr(status, "reason");
+    }
+    cJSON_ArrayForEach(c, conds)
+    {
+        if (strcmp(jstr(c, "type"), "PodScheduled") == 0 &&
+            strcmp(jstr(c, "reason"), "SchedulingGated") == 0) {
+            reason = "SchedulingGated";
+        }
+    }
+    cJSON_ArrayForEach(c, init_specs)
+    {
+        if (strcmp(jstr(c, "restartPolicy"), "Always") == 0) {
+            total++;
+        }
+    }
+    cJSON_ArrayForEach(c, jobj(status, "initContainerStatuses"))
+    {
+        const cJSON *state = jobj(c, "state"), *term = jobj(state, "terminated");
+        const cJSON *wait = jobj(state, "waiting");
+        bool restartable = restartable_init(init_specs, jstr(c, "name"));
+        restarts += jint(c, "restartCount");
+        last_restart(c, &last_set, &last);
+        if (restartable) {
+            r_restarts += jint(c, "restartCount");
+            last_restart(c, &r_last_set, &r_last);
+        }
+        if (cJSON_IsObject(term) && jint(term, "exitCode") == 0) {
+            i++;
+            continue;
+        }
+        if (restartable && jtrue(c, "started")) {
+            ready_n += jtrue(c, "ready");
+            i++;
+            continue;
+        }
+        if (cJSON_IsObject(term)) {
+            if (!jstr(term, "reason")[0]) {
+                if (jint(term, "signal") != 0) {
+                    snprintf(reason_buf, sizeof(reason_buf), "Init:Signal:%lld",
+                             jint(term, "signal"));
+                } else {
+                    snprintf(reason_buf, sizeof(reason_buf), "Init:ExitCode:%lld",
+                             jint(term, "exitCode"));
+                }
+            } else {
+                snprintf(reason_buf, sizeof(reason_buf), "Init:%s", jstr(term, "reason"));
+            }
+        } else if (cJSON_IsObject(wait) && jstr(wait, "reason")[0] &&
+                   strcmp(jstr(wait, "reason"), "PodInitializing") != 0) {
+            snprintf(reason_buf, sizeof(reason_buf), "Init:%s", jstr(wait, "reason"));
+        } else {
+            snprintf(reason_buf, sizeof(reason_buf), "Init:%d/%d", i,
+                     cJSON_GetArraySize(init_specs));
+        }
+        reason = reason_buf;
+        initializing = true;
+        break;
+    }
+    if (!initializing || condition_true(conds, "Initialized")) {
+        const cJSON *statuses = jobj(status, "containerStatuses");
+        bool running = false;
+        restarts = r_restarts;
+        last_set = r_last_set;
+        last = r_last;
+        for (int k = cJSON_GetArraySize(statuses) - 1; k >= 0; k--) {
+            const cJSON *cs = cJSON_GetArrayItem(statuses, k);
+            const cJSON *state = jobj(cs, "state"), *term = jobj(state, "terminated");
+            const cJSON *wait = jobj(state, "waiting");
+            restarts += jint(cs, "restartCount");
+            last_restart(cs, &last_set, &last);
+            if (cJSON_IsObject(wait) && jstr(wait, "reason")[0]) {
+                reason = jstr(wait, "reason");
+            } else if (cJSON_IsObject(term) && jstr(term, "reason")[0]) {
+                reason = jstr(term, "reason");
+            } else if (cJSON_IsObject(term)) {
+                if (jint(term, "signal") != 0) {
+                    snprintf(reason_buf, sizeof(reason_buf), "Signal:%lld", jint(term, "signal"));
+                } else {
+                    snprintf(reason_buf, sizeof(reason_buf), "ExitCode:%lld",
+                             jint(term, "exitCode"));
+                }
+                reason = reason_buf;
+            } else if (jtrue(cs, "ready") && cJSON_IsObject(jobj(state, "running"))) {
+                running = true;
+                ready_n++;
+            }
+        }
+        if (strcmp(reason, "Completed") == 0 && running) {
+            reason = condition_true(conds, "Ready") ? "Running" : "NotReady";
+        }
+    }
+    if (jset(meta, "deletionTimestamp") && strcmp(jstr(status, "reason"), "NodeLost") == 0) {
+        reason = "Unknown";
+    } else if (jset(meta, "deletionTimestamp") && strcmp(phase, "Failed") != 0 &&
+               strcmp(phase, "Succeeded") != 0) {
+        reason = "Terminating";
+    }
+    if (restarts != 0 && last_set) {
+        since(true, last, now, ago, sizeof(ago));
+        snprintf(restarts_s, sizeof(restarts_s), "%lld (%s ago)", restarts, ago);
+    } else {
+        snprintf(restarts_s, sizeof(restarts_s), "%lld", restarts);
+    }
+    snprintf(ready, sizeof(ready), "%d/%d", ready_n, total);
+    created_set = jtime(jobj(meta, "creationTimestamp"), &created);
+    since(created_set, created, now, age, sizeof(age));
+    snprintf(gates, sizeof(gates), "<none>");
+    if (cJSON_GetArraySize(jobj(spec, "readinessGates")) > 0) {
+        int n_true = 0;
+        cJSON_ArrayForEach(c, jobj(spec, "readinessGates"))
+        {
+            const cJSON *pc;
+            cJSON_ArrayForEach(pc, conds)
+            {
+                if (strcmp(jstr(pc, "type"), jstr(c, "conditionType")) == 0) {
+                    n_true += strcmp(jstr(pc, "status"), "True") == 0;
+                    break;
+                }
+            }
+        }
+        snprintf(gates, sizeof(gates), "%d/%d", n_true,
+                 cJSON_GetArraySize(jobj(spec, "readinessGates")));
+    }
+    cells[0] = jstr(meta, "name");
+    cells[1] = ready;
+    cells[2] = reason;
+    cells[3] = restarts_s;
+    cells[4] = age;
+    /* v1 -> internal conversion: podIP wins over podIPs[0] (the column shows PodIPs[0]) */
+    cells[5] = jstr(status, "podIP")[0] ? jstr(status, "podIP")
+                                        : jstr(cJSON_GetArrayItem(jobj(status, "podIPs"), 0), "ip");
+    cells[6] = jstr(spec, "nodeName");
+    cells[7] = jstr(status, "nominatedNodeName");
+    cells[8] = gates;
+    sb_str(sb, "\"cells\":[");
+    for (int k = 0; k < 9; k++) {
+        const char *v = k >= 5 && k <= 7 && !cells[k][0] ? "<none>" : cells[k];
+        if (k > 0) {
+            sb_put(sb, ",", 1);
+        }
+        sb_quote(sb, v, strlen(v));
+    }
+    sb_put(sb, "]", 1);
+    if (strcmp(phase, "Succeeded") == 0) {
+        sb_str(sb, ",\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\",\"reason\":"
+                   "\"Succeeded\",\"message\":\"The pod has completed successfully.\"}]");
+    } else if (strcmp(phase, "Failed") == 0) {
+        sb_str(sb, ",\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\",\"reason\":"
+                   "\"Failed\",\"message\":\"The pod failed.\"}]");
+    }
+}
+
+/* rest.defaultTableConvertor: Name and metav1 Time.UTC().Format(time.RFC3339). */
+static void default_cells(const cJSON *obj, struct sbuf *sb)
+{
+    const cJSON *meta = jobj(obj, "metadata");
+    const char *name = jstr(meta, "name");
+    char ts[40] = "0001-01-01T00:00:00Z";
+    int64_t ns;
+
+    if (jtime(jobj(meta, "creationTimestamp"), &ns)) {
+        time_t secs = (time_t)(ns >= 0 ? ns / 1000000000LL : (ns - 999999999LL) / 1000000000LL);
+        struct tm tm;
+        if (gmtime_r(&secs, &tm)) {
+            strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        }
+    }
+    sb_str(sb, "\"cells\":[");
+    sb_quote(sb, name, strlen(name));
+    sb_put(sb, ",", 1);
+    sb_quote(sb, ts, strlen(ts));
+    sb_put(sb, "]", 1);
+}
+
+/* clang-format off */
+/* Column descriptions are the swagger docs kube-apiserver 1.3x embeds (printers.go); kubectl
+ * does not print them. */
+#define DESC_NAME                                                                                  \
+    "Name must be unique within a namespace. Is required when creating resources, although "      \
+    "some resources may allow a client to request the generation of an appropriate name "         \
+    "automatically. Name is primarily intended for creation idempotence and configuration "       \
+    "definition. Cannot be updated. More info: "                                                  \
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+#define DESC_CREATED                                                                               \
+    "CreationTimestamp is a timestamp representing the server time when this object was "         \
+    "created. It is not guaranteed to be set in happens-before order across separate "            \
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "    \
+    "UTC.\\n\\nPopulated by the system. Read-only. Null for lists. More info: "                   \
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"                           \
+    "api-conventions.md#metadata"
+#define COL(name, type, format, desc, prio)                                                        \
+    "{\"name\":\"" name "\",\"type\":\"" type "\",\"format\":\"" format "\",\"description\":\""    \
+    desc "\",\"priority\":" prio "}"
+
+static const char pod_columns[] =
+    "[" COL("Name", "string", "name", DESC_NAME, "0") ","
+    COL("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.",
+        "0") ","
+    COL("Status", "string", "", "The aggregate status of the containers in this pod.", "0") ","
+    COL("Restarts", "string", "",
+        "The number of times the containers in this pod have been restarted and when the last "
+        "container in this pod has restarted.", "0") ","
+    COL("Age", "string", "", DESC_CREATED, "0") ","
+    COL("IP", "string", "",
+        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not "
+        "yet allocated.", "1") ","
+    COL("Node", "string", "",
+        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
+        "candidate for scheduling by the scheduler defined in schedulerName. Once this field is "
+        "set, the kubelet for this node becomes responsible for the lifecycle of this pod. This "
+        "field should not be used to express a desire for the pod to be scheduled on a specific "
+        "node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
+        "1") ","
+    COL("Nominated Node", "string", "",
+        "nominatedNodeName is set only when this pod preempts other pods on the node, but it "
+        "cannot be scheduled right away as preemption victims receive their graceful termination "
+        "periods. This field does not guarantee that the pod will be scheduled on this node. "
+        "Scheduler may decide to place the pod elsewhere if other nodes become available sooner. "
+        "Scheduler may also decide to give the resources on this node to a higher priority pod "
+        "that is created after preemption. As a result, this field may be different than "
+        "PodSpec.nodeName when the pod is scheduled.", "1") ","
+    COL("Readiness Gates", "string", "",
+        "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready "
+        "when all its containers are ready AND all conditions specified in the readiness gates "
+        "have status equal to \\\"True\\\" More info: "
+        "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates", "1") "]";
+
+static const char default_columns[] =
+    "[" COL("Name", "string", "name", DESC_NAME, "0") ","
+    COL("Created At", "date", "", DESC_CREATED, "0") "]";
+
+/* clang-format on */
+
+static const char *table_columns(const struct neg *neg)
+{
+    return neg->table_default ? default_columns : pod_columns;
+}
+
+/*
+ * Adds one Table row of <ov>: {"cells":[...][,"conditions":[...]],"object":<o>} where <o>
+ * follows includeObject (PartialObjectMetadata by default, the object, or null). The cells
+ * come from one cJSON parse of the object, freed here.
+ */
+static void pc_table_row(struct pieces *pc, const struct hreq *h, const struct objview *ov,
+                         int64_t now)
+{
+    cJSON *obj = cJSON_ParseWithLength(ov->data, ov->len);
+
+    pc_begin(pc);
+    sb_put(&pc->sb, "{", 1);
+    if (h->neg.table_default) {
+        default_cells(obj, &pc->sb);
+    } else {
+        pod_cells(obj, now, &pc->sb);
+    }
+    cJSON_Delete(obj);
+    sb_str(&pc->sb, ",\"object\":");
+    pc_end(pc);
+    if (h->neg.incl == INCL_NONE) {
+        pc_lit(pc, "null");
+    } else if (h->neg.incl == INCL_OBJECT) {
+        struct iovec tmp[6];
+        size_t total, n = object_pieces(h->typemeta, h->typemeta_len, ov, tmp, &total);
+        for (size_t i = 0; i < n; i++) {
+            pc_lent(pc, tmp[i].iov_base, tmp[i].iov_len);
+        }
+    } else {
+        pc_pom(pc, h->ar, &h->neg, ov);
+    }
+    pc_lit(pc, "}");
+}
+
+/* A one-object Table (GET, watch events): metadata.resourceVersion is the object's,
+ * columnDefinitions null once a watch has sent them (watchEmbeddedEncoder's NoHeaders). */
+static void pc_table_single(struct pieces *pc, const struct hreq *h, const struct objview *ov,
+                            bool headers)
+{
+    pc_begin(pc);
+    sb_printf(&pc->sb, "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":", meta_gv(&h->neg));
+    if (ov->rv[0]) {
+        sb_str(&pc->sb, "{\"resourceVersion\":");
+        sb_quote(&pc->sb, ov->rv, strlen(ov->rv));
+        sb_str(&pc->sb, "}");
+    } else {
+        sb_str(&pc->sb, "{}");
+    }
+    sb_str(&pc->sb, ",\"columnDefinitions\":");
+    pc_end(pc);
+    pc_lit(pc, headers ? table_columns(&h->neg) : "null");
+    pc_lit(pc, ",\"rows\":[");
+    pc_table_row(pc, h, ov, now_ns());
+    pc_lit(pc, "]}");
+}
+
+/* The "%T" of the object kube-apiserver's transform sees (internal types, or unstructured). */
+static void internal_type(const struct apires *ar, bool list, char *out, size_t cap)
+{
+    const char *g = ar->kind.group;
+    char pkg[64];
+    size_t n;
+
+    if (!ar->kind.builtin) {
+        snprintf(out, cap, "*unstructured.Unstructured%s", list ? "List" : "");
+        return;
+    }
+    if (g[0] == '\0' || strcmp(g, "events.k8s.io") == 0) {
+        snprintf(pkg, sizeof(pkg), "core");
+    } else if (strcmp(g, "internal.apiserver.k8s.io") == 0) {
+        snprintf(pkg, sizeof(pkg), "apiserverinternal");
+    } else {
+        n = strcspn(g, ".");
+        snprintf(pkg, sizeof(pkg), "%.*s", (int)(n < sizeof(pkg) ? n : sizeof(pkg) - 1), g);
+    }
+    snprintf(out, cap, "*%s.%s", pkg, list ? ar->kind.list_kind : ar->kind.kind);
+}
+
+/* response.go's errNotAcceptable for a transform that does not fit the result. */
+static void reply_transform_mismatch(struct hreq *h, bool list)
+{
+    struct kstatus st;
+    char type[200];
+
+    internal_type(h->ar, list, type, sizeof(type));
+    if (list) {
+        kstatus_set(&st, 406, "NotAcceptable",
+                    "you requested PartialObjectMetadata, but the requested object is a list (%s)",
+                    type);
+    } else {
+        kstatus_set(&st, 406, "NotAcceptable",
+                    "you requested PartialObjectMetadataList, but the requested object is not a "
+                    "list (%s)",
+                    type);
+    }
+    h->phase = PH_DONE;
+    reply_status(h->req, &h->neg, &st);
+}
+
+/* optionsForTransform: an invalid includeObject is a 400 once the object is at hand.
+ * Returns true when it replied. */
+static bool reply_bad_table_options(struct hreq *h)
+{
+    struct kstatus st;
+    struct sbuf q = {0};
+    const char *v = http_req_arg(h->req, "includeObject");
+
+    if (h->neg.as != NEG_AS_TABLE || h->neg.incl != INCL_INVALID) {
+        return false;
+    }
+    sb_quote(&q, v, strlen(v));
+    kstatus_set(&st, 400, "BadRequest",
+                "Unable to convert to Table as requested: includeObject: Invalid value: %s: must "
+                "be 'Metadata', 'Object', 'None', or empty",
+                q.p);
+    sb_free(&q);
+    h->phase = PH_DONE;
+    reply_status(h->req, &h->neg, &st);
+    return true;
+}
+
+static void reply_too_large(struct hreq *h, uint64_t want)
 {
     struct kstatus st;
 
-    kstatus_too_large_rv(&st, want, resource_rv(ar->res));
-    atomic_fetch_add(&ar->ctr.too_large, 1);
+    kstatus_too_large_rv(&st, want, resource_rv(h->ar->res));
+    atomic_fetch_add(&h->ar->ctr.too_large, 1);
     /* a LIST or GET answered here, if with an error, is one served (as WATCH counts) */
-    atomic_fetch_add(get ? &ar->ctr.gets : &ar->ctr.lists, 1);
-    http_reply_status(req, &st);
+    atomic_fetch_add(h->name[0] ? &h->ar->ctr.gets : &h->ar->ctr.lists, 1);
+    reply_status(h->req, &h->neg, &st);
 }
 
-static void reply_not_ready(struct http_req *req, struct apires *ar)
+static void reply_not_ready(struct hreq *h)
 {
     struct kstatus st;
     int64_t since = 0;
 
-    (void)resource_is_ready(ar->res, &since);
+    (void)resource_is_ready(h->ar->res, &since);
     kstatus_not_ready(&st, since > 0 ? (double)(clock_mono_ms() - since) / 1000.0 : 0.0);
-    atomic_fetch_add(&ar->ctr.not_ready, 1);
-    http_reply_status(req, &st);
+    atomic_fetch_add(&h->ar->ctr.not_ready, 1);
+    reply_status(h->req, &h->neg, &st);
 }
 
 /*
@@ -307,6 +1995,7 @@ struct listbody {
     struct snapshot *snap;
     char *head;
     struct iovec *iov;
+    struct arena_blk *arena; /* computed pieces of transformed items (rows, metadata) */
 };
 
 static void listbody_done(void *ctx)
@@ -315,7 +2004,40 @@ static void listbody_done(void *ctx)
     snapshot_unref(lb->snap);
     free(lb->head);
     free(lb->iov);
+    arena_free(lb->arena);
     free(lb);
+}
+
+/* Largest number of pieces one list item takes (a Table row with an object override). */
+#define LIST_ITEM_PIECES 10
+
+/*
+ * Appends the pieces of item <b> to lb->iov at *n_iov, as negotiated: the stored bytes, a
+ * PartialObjectMetadata, or a Table row. Computed bytes are copied into lb->arena.
+ */
+static void list_item(const struct hreq *h, struct listbody *lb, const struct blob *b,
+                      size_t *n_iov, int64_t now)
+{
+    struct pieces pc = {0};
+    struct objview ov = ov_of(b, NULL);
+    const char *base;
+
+    if (h->neg.as != NEG_AS_POML && h->neg.as != NEG_AS_TABLE) {
+        lb->iov[*n_iov].iov_base = (void *)b->data; /* the common case: the blob itself */
+        lb->iov[(*n_iov)++].iov_len = b->len;
+        return;
+    }
+    if (h->neg.as == NEG_AS_POML) {
+        pc_pom(&pc, h->ar, &h->neg, &ov);
+    } else {
+        pc_table_row(&pc, h, &ov, now);
+    }
+    BUG_ON(pc.n > LIST_ITEM_PIECES);
+    base = pc.sb.len ? arena_copy(&lb->arena, pc.sb.p, pc.sb.len) : NULL;
+    pieces_resolve(&pc, base);
+    memcpy(lb->iov + *n_iov, pc.iov, sizeof(pc.iov[0]) * pc.n);
+    *n_iov += pc.n;
+    sb_free(&pc.sb);
 }
 
 /* Index of the first item in scope (the namespace's first key) after <after_key>. */
@@ -352,16 +2074,25 @@ static bool in_scope_key(const struct hreq *h, const struct blob *b)
 static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, const char *after_key,
                        int64_t limit, int64_t token_rv)
 {
-    struct listbody *lb = xcalloc(1, sizeof(*lb));
+    struct listbody *lb;
     size_t i = scope_start(h, s, after_key), n_iov = 1, matched = 0, last = 0;
     bool more = false, empty_pred = selector_is_empty(h->lsel) && selector_is_empty(h->fsel);
-    size_t remaining = 0, head_len;
+    size_t remaining = 0, cand = s->len - (i < s->len ? i : s->len);
     char rvbuf[24], tok[1024] = "", meta[1200];
     const char *tail = "]}\n";
+    struct sbuf head = {0};
+    int64_t now = now_ns();
 
+    if (h->neg.as == NEG_AS_POM || reply_bad_table_options(h)) {
+        if (h->neg.as == NEG_AS_POM) {
+            reply_transform_mismatch(h, true);
+        }
+        snapshot_unref(s);
+        return;
+    }
+    lb = xcalloc(1, sizeof(*lb));
     lb->snap = s;
-    lb->iov = xmalloc(sizeof(struct iovec) * (2 + 2 * (s->len - (i < s->len ? i : s->len))) +
-                      sizeof(struct iovec) * 2);
+    lb->iov = xmalloc(sizeof(struct iovec) * ((1 + LIST_ITEM_PIECES) * cand + 4));
     n_iov = 1; /* slot 0 = head, filled last */
     for (; i < s->len; i++) {
         const struct blob *b = s->items[i];
@@ -379,8 +2110,7 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
             lb->iov[n_iov].iov_base = (void *)",";
             lb->iov[n_iov++].iov_len = 1;
         }
-        lb->iov[n_iov].iov_base = (void *)b->data;
-        lb->iov[n_iov++].iov_len = b->len;
+        list_item(h, lb, b, &n_iov, now);
         matched++;
         last = i;
     }
@@ -403,17 +2133,39 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
     } else {
         snprintf(meta, sizeof(meta), "{\"resourceVersion\":\"%s\"}", rvbuf);
     }
-    head_len = strlen(h->ar->kind.list_kind) + strlen(h->ar->api_version) + strlen(meta) + 64;
-    lb->head = xmalloc(head_len);
-    snprintf(lb->head, head_len, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":%s,\"items\":[",
-             h->ar->kind.list_kind, h->ar->api_version, meta);
+    if (h->neg.as == NEG_AS_TABLE) {
+        /* printPodList makes an empty slice ("rows":[]); the default convertor appends to a
+         * nil one ("rows":null) */
+        sb_printf(&head,
+                  "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":%s,"
+                  "\"columnDefinitions\":",
+                  meta_gv(&h->neg), meta);
+        sb_str(&head, table_columns(&h->neg));
+        sb_str(&head, matched == 0 && h->neg.table_default ? ",\"rows\":null" : ",\"rows\":[");
+        tail = matched == 0 && h->neg.table_default ? "}\n" : tail;
+    } else if (h->neg.as == NEG_AS_POML) {
+        /* asPartialObjectMetadataList appends to a nil slice: "items":null when empty */
+        sb_printf(&head,
+                  "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\","
+                  "\"metadata\":%s,\"items\":%s",
+                  meta_gv(&h->neg), meta, matched == 0 ? "null" : "[");
+        tail = matched == 0 ? "}\n" : tail;
+    } else {
+        sb_str(&head, "{\"kind\":");
+        sb_quote(&head, h->ar->kind.list_kind, strlen(h->ar->kind.list_kind));
+        sb_str(&head, ",\"apiVersion\":");
+        sb_quote(&head, h->ar->api_version, strlen(h->ar->api_version));
+        sb_str(&head, ",\"metadata\":");
+        sb_str(&head, meta);
+        sb_str(&head, ",\"items\":[");
+    }
+    lb->head = head.p;
     lb->iov[0].iov_base = lb->head;
-    lb->iov[0].iov_len = strlen(lb->head);
+    lb->iov[0].iov_len = head.len;
     lb->iov[n_iov].iov_base = (void *)tail;
     lb->iov[n_iov++].iov_len = strlen(tail);
     atomic_fetch_add(&h->ar->ctr.lists, 1);
-    h->phase = PH_DONE;
-    http_reply_iov(h->req, 200, "application/json", lb->iov, n_iov, listbody_done, lb);
+    reply_body(h, lb->iov, n_iov, listbody_done, lb);
 }
 
 static void reply_expired(struct hreq *h, const char *message, const char *continue_tok)
@@ -424,14 +2176,14 @@ static void reply_expired(struct hreq *h, const char *message, const char *conti
     st.continue_tok = continue_tok;
     atomic_fetch_add(&h->ar->ctr.lists, 1);
     h->phase = PH_DONE;
-    http_reply_status(h->req, &st);
+    reply_status(h->req, &h->neg, &st);
 }
 
 #define CONTINUE_TOO_OLD_MSG                                                                       \
     "The provided continue parameter is too old to display a consistent list result. You can "     \
-    "start a new list without the continue parameter, or use the continue token in this "         \
-    "response to retrieve the remainder of the results. Continuing with the provided token "      \
-    "results in an inconsistent list - objects that were created, modified, or deleted between "  \
+    "start a new list without the continue parameter, or use the continue token in this "          \
+    "response to retrieve the remainder of the results. Continuing with the provided token "       \
+    "results in an inconsistent list - objects that were created, modified, or deleted between "   \
     "the time the first chunk was returned and now may show up in the list."
 
 static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
@@ -449,7 +2201,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                                       sizeof(err)) != 0) {
             struct kstatus st;
             kstatus_set(&st, 400, "BadRequest", "invalid continue token: %s", err);
-            http_reply_status(h->req, &st);
+            reply_status(h->req, &h->neg, &st);
             return;
         }
         if (h->ns[0]) {
@@ -480,7 +2232,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             return;
         }
         if (rc != 0) {
-            reply_too_large(h->req, h->ar, (uint64_t)trv, h->name[0] != '\0');
+            reply_too_large(h, (uint64_t)trv);
             return;
         }
         reply_list(h, s, (uint64_t)trv, full, lo->limit, trv);
@@ -489,8 +2241,8 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 
     bool rv_unset = !lo->has_rv || lo->rv_str[0] == '\0';
     bool rv_zero = !rv_unset && lo->rv == 0;
-    bool exact = lo->rvm == RVM_EXACT ||
-                 (!rv_unset && !rv_zero && lo->limit > 0 && lo->rvm == RVM_UNSET);
+    bool exact =
+        lo->rvm == RVM_EXACT || (!rv_unset && !rv_zero && lo->limit > 0 && lo->rvm == RVM_UNSET);
 
     if (rv_unset && !o->authoritative) {
         o->forward(o->app, h->req);
@@ -512,7 +2264,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                 o->forward(o->app, h->req);
             } else {
                 h->phase = PH_DONE;
-                reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
+                reply_too_large(h, lo->rv);
             }
             return;
         }
@@ -528,7 +2280,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             return;
         }
         if (rc != 0) {
-            reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
+            reply_too_large(h, lo->rv);
             return;
         }
         reply_list(h, s, lo->rv, NULL, lo->limit, (int64_t)lo->rv);
@@ -539,6 +2291,53 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 }
 
 /* ---- GET ------------------------------------------------------------------------------- */
+
+/* A GET body: the pieces of one object, pinned by its blob until MHD is done. */
+struct getbody {
+    struct blob *b;
+    struct pieces pc;
+};
+
+static void getbody_done(void *ctx)
+{
+    struct getbody *gb = ctx;
+
+    blob_unref(gb->b);
+    sb_free(&gb->pc.sb);
+    free(gb);
+}
+
+/* Replies with object <b> (takes the reference) as negotiated: the object with its kind and
+ * apiVersion, a PartialObjectMetadata or a one-row Table, then "\n". */
+static void reply_object(struct hreq *h, struct blob *b)
+{
+    struct getbody *gb;
+    struct objview ov = ov_of(b, NULL);
+
+    if (h->neg.as == NEG_AS_POML || reply_bad_table_options(h)) {
+        if (h->neg.as == NEG_AS_POML) {
+            reply_transform_mismatch(h, false);
+        }
+        blob_unref(b);
+        return;
+    }
+    gb = xcalloc(1, sizeof(*gb));
+    gb->b = b;
+    if (h->neg.as == NEG_AS_POM) {
+        pc_pom(&gb->pc, h->ar, &h->neg, &ov);
+    } else if (h->neg.as == NEG_AS_TABLE) {
+        pc_table_single(&gb->pc, h, &ov, true);
+    } else {
+        size_t total;
+        gb->pc.n = object_pieces(h->typemeta, h->typemeta_len, &ov, gb->pc.iov, &total);
+        for (size_t i = 0; i < gb->pc.n; i++) {
+            gb->pc.tmp_off[i] = SIZE_MAX;
+        }
+    }
+    pc_lit(&gb->pc, "\n");
+    pieces_resolve(&gb->pc, gb->pc.sb.p);
+    reply_body(h, gb->pc.iov, gb->pc.n, getbody_done, gb);
+}
 
 static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
 {
@@ -569,7 +2368,7 @@ static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
                 o->forward(o->app, h->req);
             } else {
                 h->phase = PH_DONE;
-                reply_too_large(h->req, h->ar, lo->rv, h->name[0] != '\0');
+                reply_too_large(h, lo->rv);
             }
             return;
         }
@@ -585,14 +2384,10 @@ static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
     if (!b) {
         struct kstatus st;
         kstatus_not_found(&st, h->ar->kind.group, h->ar->kind.plural, h->name);
-        http_reply_status(h->req, &st);
+        reply_status(h->req, &h->neg, &st);
         return;
     }
-    size_t len;
-    char *body = handlers_object_json(h->ar, b, &len);
-    blob_unref(b);
-    http_reply(h->req, 200, "application/json", body, len);
-    free(body);
+    reply_object(h, b);
 }
 
 /* ---- WATCH ----------------------------------------------------------------------------- */
@@ -654,42 +2449,81 @@ static enum emit_rc emit_pieces(struct hreq *h, char *buf, size_t max, size_t *n
     return EMIT_OK;
 }
 
-static enum emit_rc emit_object(struct hreq *h, char *buf, size_t max, size_t *n,
-                                const char *type, const struct blob *b, const char *rv_override)
+/* The event object as negotiated: the object (PartialObjectMetadataList cannot transform one
+ * object, and watchEmbeddedEncoder then sends it untransformed), a PartialObjectMetadata,
+ * or a one-row Table with column definitions on the first event only. */
+static void pc_event_object(struct pieces *pc, struct hreq *h, const struct objview *ov)
 {
-    struct iovec iov[8];
-    char head[48];
-    size_t cnt, objlen;
-    int w = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
-
-    iov[0].iov_base = head;
-    iov[0].iov_len = (size_t)w;
-    cnt = 1 + object_pieces(h->typemeta, h->typemeta_len, b, rv_override, iov + 1, &objlen);
-    iov[cnt].iov_base = (void *)"}\n";
-    iov[cnt++].iov_len = 2;
-    return emit_pieces(h, buf, max, n, iov, cnt, (size_t)w + objlen + 2);
+    if (h->neg.as == NEG_AS_POM) {
+        pc_pom(pc, h->ar, &h->neg, ov);
+    } else if (h->neg.as == NEG_AS_TABLE) {
+        pc_table_single(pc, h, ov, !h->table_hdr_sent);
+        h->table_hdr_sent = true;
+    } else {
+        struct iovec tmp[6];
+        size_t total, n = object_pieces(h->typemeta, h->typemeta_len, ov, tmp, &total);
+        for (size_t i = 0; i < n; i++) {
+            pc_lent(pc, tmp[i].iov_base, tmp[i].iov_len);
+        }
+    }
 }
 
+/* Frames {"type":T,"object":O}\n around pc_event_object. */
+static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                              const struct objview *ov)
+{
+    struct pieces pc = {0};
+    char head[48];
+    enum emit_rc rc;
+    int w = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"object\":", type);
+
+    pc_lent(&pc, head, (size_t)w);
+    pc_event_object(&pc, h, ov);
+    pc_lit(&pc, "}\n");
+    pieces_resolve(&pc, pc.sb.p);
+    rc = emit_pieces(h, buf, max, n, pc.iov, pc.n, pieces_total(&pc));
+    sb_free(&pc.sb);
+    return rc;
+}
+
+static enum emit_rc emit_object(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                                const struct blob *b, const char *rv_override)
+{
+    struct objview ov = ov_of(b, rv_override);
+
+    return emit_view(h, buf, max, n, type, &ov);
+}
+
+/* A BOOKMARK: an empty object of the kind carrying only the resourceVersion (and the
+ * watch-list annotation), encoded and transformed like any event object. */
 static enum emit_rc emit_bookmark(struct hreq *h, char *buf, size_t max, size_t *n, uint64_t rv,
                                   bool initial_end)
 {
-    char frame[1024];
+    char obj[1024];
     char rvbuf[24];
-    struct iovec iov[1];
+    struct objview ov;
     int w;
 
     rv_format(rv, rvbuf);
-    w = snprintf(frame, sizeof(frame),
-                 "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
-                 "\"metadata\":{\"resourceVersion\":\"%s\"%s%s}%s}}\n",
-                 h->ar->kind.kind, h->ar->api_version, rvbuf, initial_end ? "," : "",
-                 initial_end ? INITIAL_EVENTS_END_ANNOTATION : "", h->ar->kind.bookmark_body);
-    if (w <= 0 || (size_t)w >= sizeof(frame)) {
+    w = snprintf(obj, sizeof(obj), "{\"metadata\":{\"resourceVersion\":\"%s\"%s%s}%s}", rvbuf,
+                 initial_end ? "," : "", initial_end ? INITIAL_EVENTS_END_ANNOTATION : "",
+                 h->ar->kind.bookmark_body);
+    if (w <= 0 || (size_t)w >= sizeof(obj)) {
         return EMIT_OK; /* cannot happen with the static table; skip rather than truncate */
     }
-    iov[0].iov_base = frame;
-    iov[0].iov_len = (size_t)w;
-    return emit_pieces(h, buf, max, n, iov, 1, (size_t)w);
+    if (h->typemeta_len == 0) {
+        /* custom resources store kind and apiVersion in the object: so does their bookmark */
+        char full[1400];
+        w = snprintf(full, sizeof(full), "{\"kind\":\"%s\",\"apiVersion\":\"%s\",%s",
+                     h->ar->kind.kind, h->ar->api_version, obj + 1);
+        if (w <= 0 || (size_t)w >= sizeof(full)) {
+            return EMIT_OK;
+        }
+        ov = (struct objview){full, (size_t)w, 0, 0, rvbuf, false};
+        return emit_view(h, buf, max, n, "BOOKMARK", &ov);
+    }
+    ov = (struct objview){obj, (size_t)w, 0, 0, rvbuf, false};
+    return emit_view(h, buf, max, n, "BOOKMARK", &ov);
 }
 
 static enum emit_rc emit_status(struct hreq *h, char *buf, size_t max, size_t *n,
@@ -757,7 +2591,7 @@ static void schedule_bookmark(struct hreq *h, int64_t now)
     }
     resource_watch_set_due(h->ar->res, &h->w,
                            h->next_bm_ms && h->next_bm_ms < h->deadline_ms ? h->next_bm_ms
-                                                                         : h->deadline_ms);
+                                                                           : h->deadline_ms);
 }
 
 static ssize_t watch_read(void *ctx, char *buf, size_t max)
@@ -910,12 +2744,16 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
     }
     if (!resource_is_ready(res, NULL)) {
         h->phase = PH_DONE;
-        reply_not_ready(h->req, h->ar);
+        reply_not_ready(h);
         return;
+    }
+    if (reply_bad_table_options(h)) {
+        return; /* serveWatchHandler's optionsForTransform, before the first event */
     }
     if (lo->send_initial_events == 1 && !rv_unset && !rv_zero && lo->rv > resource_rv(res)) {
         if (h->phase != PH_WAIT_FRESH) {
-            start_fresh_wait(h, lo->rv, opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
+            start_fresh_wait(h, lo->rv,
+                             opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
         }
         rc = wait_fresh(h);
         if (rc == 0) {
@@ -941,7 +2779,7 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
         rc = resource_watch_now(res, &h->w, &h->initial, &rv);
         if (rc != 0) {
             h->phase = PH_DONE;
-            reply_not_ready(h->req, h->ar);
+            reply_not_ready(h);
             return;
         }
         h->init_rv = rv;
@@ -955,7 +2793,7 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
         rc = resource_watch_now(res, &h->w, NULL, &rv);
         if (rc != 0) {
             h->phase = PH_DONE;
-            reply_not_ready(h->req, h->ar);
+            reply_not_ready(h);
             return;
         }
         h->watermark = rv;
@@ -973,7 +2811,7 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
     }
     if (rc != 0) {
         h->phase = PH_DONE;
-        reply_not_ready(h->req, h->ar);
+        reply_not_ready(h);
         return;
     }
     h->watermark = lo->rv;
@@ -1010,8 +2848,30 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     char err[512];
 
     struct fields_hook fh = {ar, !opts->authoritative && opts->forward};
+    struct neg neg;
+    bool can_forward = !opts->authoritative && opts->forward;
     int prc;
 
+    /* get.go negotiates before it decodes any option. The proxy hands what it cannot encode
+     * (protobuf, YAML, a Table it has no printer for) to the upstream, which can. */
+    prc = neg_compute(req, ar, false, &neg);
+    if (prc != 0 && can_forward) {
+        opts->forward(opts->app, req);
+        return;
+    }
+    if (prc != 0) {
+        prc = neg_compute(req, ar, true, &neg);
+    }
+    if (prc != 0) {
+        if (h) {
+            h->phase = PH_DONE;
+        }
+        reply_not_acceptable(req, &neg);
+        return;
+    }
+    if (h) {
+        h->neg = neg;
+    }
     q = http_req_query(req, &nq);
     prc = k8s_list_opts_parse_ex(q, nq, p->legacy_watch, check_fields_hook, &fh, &lo, &st);
     if (prc == -EXDEV) {
@@ -1022,7 +2882,7 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         bool get_named = p->name[0] && !lo.watch;
         /* A GET by name only reads resourceVersion: other list options do not apply. */
         if (!get_named || st.code == 500) {
-            http_reply_status(req, &st);
+            reply_status(req, &neg, &st);
             return;
         }
         if (st.code == 400 && strncmp(st.message, "invalid resource version: ", 26) == 0) {
@@ -1030,7 +2890,7 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             memmove(st.message, st.message + 26, strlen(st.message + 26) + 1);
             st.code = 500;
             st.reason = NULL;
-            http_reply_status(req, &st);
+            reply_status(req, &neg, &st);
             return;
         }
     }
@@ -1042,13 +2902,14 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         h->fd = http_req_fd(req);
         snprintf(h->ns, sizeof(h->ns), "%s", p->ns);
         snprintf(h->name, sizeof(h->name), "%s", p->name);
+        h->neg = neg;
         set_typemeta(h);
         http_req_set_state(req, h, hreq_free);
         if (lo.label_selector && lo.label_selector[0]) {
             h->lsel = selector_parse_labels(lo.label_selector, err, sizeof(err));
             if (!h->lsel) {
                 kstatus_set(&st, 400, "BadRequest", "%s", err);
-                http_reply_status(req, &st);
+                reply_status(req, &neg, &st);
                 return;
             }
         }
@@ -1056,7 +2917,7 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             h->fsel = selector_parse_fields(lo.field_selector, err, sizeof(err));
             if (!h->fsel) {
                 kstatus_set(&st, 400, "BadRequest", "%s", err);
-                http_reply_status(req, &st);
+                reply_status(req, &neg, &st);
                 return;
             }
         }
@@ -1074,7 +2935,7 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             opts->forward(opts->app, req);
         } else {
             h->phase = PH_DONE;
-            reply_not_ready(req, ar);
+            reply_not_ready(h);
         }
         return;
     }
