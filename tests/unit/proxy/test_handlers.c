@@ -1,0 +1,589 @@
+/*
+ * test_handlers.c - the static helpers of proxy/handlers.c that content negotiation is built
+ * from, tested directly (the h2o way: the .c is included): goautoneg's Accept parsing and
+ * kube-apiserver's choice, the gzip token, Go's json.Indent as a streaming state machine,
+ * the gzip content reader (inflated back), printPod's cells, HumanDuration, RFC 3339 times
+ * and a custom resource's metadata re-ordered into metav1.ObjectMeta order.
+ *
+ * Expected bytes come from the Go sources named in each test (encoding/json indent.go,
+ * apimachinery duration.go, pkg/printers/internalversion/printers.go, negotiate.go).
+ */
+#include "proxy/handlers.c"
+
+#include <criterion/criterion.h>
+#include <zlib.h>
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+/* A core/v1 built-in resource description (no cache behind it). */
+static struct apires core_ar(const char *plural)
+{
+    struct apires ar;
+
+    memset(&ar, 0, sizeof(ar));
+    ar.kind = *apires_builtin("", "v1", plural);
+    snprintf(ar.api_version, sizeof(ar.api_version), "v1");
+    return ar;
+}
+
+/* Indents <in> in one call. */
+static char *indent_all(const char *in)
+{
+    size_t n;
+
+    return indent_dup(in, strlen(in), &n);
+}
+
+/* Indents <in> fed in <in_chunk>-byte pieces into <out_chunk>-byte buffers. */
+static char *indent_chunked(const char *in, size_t in_chunk, size_t out_chunk)
+{
+    struct indent st;
+    struct sbuf sb = {0};
+    size_t len = strlen(in), pos = 0;
+    char buf[64];
+
+    cr_assert_leq(out_chunk, sizeof(buf));
+    indent_init(&st);
+    for (;;) {
+        size_t take = len - pos < in_chunk ? len - pos : in_chunk, used = 0;
+        size_t o = indent_run(&st, in + pos, take, &used, buf, out_chunk);
+        sb_put(&sb, buf, o);
+        pos += used;
+        if (pos == len && o == 0) {
+            break;
+        }
+    }
+    return sb.p ? sb.p : strdup("");
+}
+
+/* ---- json.Indent -------------------------------------------------------------------------- */
+
+Test(handlers, indent_matches_go_json_indent)
+{
+    static const struct {
+        const char *in;
+        const char *out;
+    } cases[] = {
+        {"{}", "{}"},
+        {"[]", "[]"},
+        {"{\"a\":1}", "{\n  \"a\": 1\n}"},
+        {"[1,2]", "[\n  1,\n  2\n]"},
+        {"{\"a\":[1,{\"b\":null}],\"c\":{},\"d\":[],\"e\":{\"f\":true}}\n",
+         "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": {},\n  \"d\": "
+         "[],\n"
+         "  \"e\": {\n    \"f\": true\n  }\n}"},
+        /* punctuation and escapes inside strings are copied, whitespace outside dropped */
+        {"{ \"k\" : \"a,b:{c}[d] \\\"q\\\" \\\\\" ,\"x\":\"\\u003c\" }\n",
+         "{\n  \"k\": \"a,b:{c}[d] \\\"q\\\" \\\\\",\n  \"x\": \"\\u003c\"\n}"},
+        {"\"s\"", "\"s\""},
+        {"[[[]]]", "[\n  [\n    []\n  ]\n]"},
+        {"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+         "\"message\":\"m\",\"reason\":\"NotAcceptable\",\"code\":406}",
+         "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n"
+         "  \"status\": \"Failure\",\n  \"message\": \"m\",\n  \"reason\": \"NotAcceptable\",\n"
+         "  \"code\": 406\n}"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = indent_all(cases[i].in);
+        cr_assert_str_eq(got, cases[i].out, "case %zu", i);
+        free(got);
+    }
+}
+
+Test(handlers, indent_streams_through_any_buffer_sizes)
+{
+    const char *in = "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\\\"},{\","
+                     "\"labels\":{\"x\":\"[y]\"}},\"spec\":{\"containers\":[{\"n\":1},{}]}},{}]}\n";
+    char *want = indent_all(in);
+
+    for (size_t ic = 1; ic <= 9; ic += 2) {
+        for (size_t oc = 1; oc <= 40; oc += 13) {
+            char *got = indent_chunked(in, ic, oc);
+            cr_assert_str_eq(got, want, "input chunks %zu, output chunks %zu", ic, oc);
+            free(got);
+        }
+    }
+    free(want);
+}
+
+Test(handlers, indent_count_mode_equals_output_length)
+{
+    struct iovec iov[3] = {
+        {(void *)"{\"a\":[1,", 8}, {(void *)"2],\"b\":{\"c\":\"d\"}", 16}, {(void *)"}\n", 2}};
+    char *full = indent_all("{\"a\":[1,2],\"b\":{\"c\":\"d\"}}\n");
+
+    cr_assert_eq(pretty_length(iov, 3, SIZE_MAX), strlen(full));
+    cr_assert_lt(pretty_length(iov, 3, 3), strlen(full), "stops early past the limit");
+    free(full);
+}
+
+/* ---- Accept negotiation ----------------------------------------------------------------- */
+
+struct neg_case {
+    const char *accept;
+    int rc;
+    enum neg_as as;
+    bool v1beta1;
+    bool pretty;
+    bool status_indent;
+};
+
+static void check_neg(const struct apires *ar, bool any_table, const struct neg_case *c)
+{
+    struct neg n;
+    int rc = neg_accept(c->accept, false, ar, any_table, &n);
+
+    cr_assert_eq(rc, c->rc, "Accept \"%s\": rc %d, expected %d", c->accept ? c->accept : "(none)",
+                 rc, c->rc);
+    if (rc == 0) {
+        cr_assert_eq(n.as, c->as, "Accept \"%s\": as %d, expected %d", c->accept, n.as, c->as);
+        cr_assert_eq(n.v1beta1, c->v1beta1, "Accept \"%s\": v1beta1", c->accept);
+        cr_assert_eq(n.pretty, c->pretty, "Accept \"%s\": pretty", c->accept);
+    }
+    cr_assert_eq(n.status_indent, c->status_indent, "Accept \"%s\": status_indent",
+                 c->accept ? c->accept : "(none)");
+}
+
+#define KUBECTL_TABLE                                                                              \
+    "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s." \
+    "io,application/json"
+
+Test(handlers, accept_matrix_for_pods)
+{
+    struct apires ar = core_ar("pods");
+    static const struct neg_case cases[] = {
+        {NULL, 0, NEG_AS_NONE, false, false, false},
+        {"", 0, NEG_AS_NONE, false, false, false},
+        {"*/*", 0, NEG_AS_NONE, false, false, false},
+        {"*", 0, NEG_AS_NONE, false, false, false},
+        {"application/*", 0, NEG_AS_NONE, false, false, false},
+        {"application/json", 0, NEG_AS_NONE, false, false, false},
+        {"application/json; charset=utf-8", 0, NEG_AS_NONE, false, false, false},
+        {"application/json, */*", 0, NEG_AS_NONE, false, false, false},
+        {"text/html, application/json;q=0.9", 0, NEG_AS_NONE, false, false, false},
+        {"application/json;q=0", 0, NEG_AS_NONE, false, false, false}, /* q only orders */
+        {"application/json;pretty=1", 0, NEG_AS_NONE, false, true, true},
+        {"application/json;stream=watch", 0, NEG_AS_NONE, false, false, false},
+        {"application/json;stream=other", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application/json;sv=v1", 0, NEG_AS_NONE, false, false, true},
+        {"application/vnd.kubernetes.protobuf,application/json", 0, NEG_AS_NONE, false, false,
+         false},
+        {"application/vnd.kubernetes.protobuf, */*", 0, NEG_AS_NONE, false, false, false},
+        {"application/vnd.kubernetes.protobuf", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application/yaml", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"text/plain", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application/json/x", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"Application/JSON", -ENOTSUP, NEG_AS_NONE, false, false, true}, /* case-sensitive */
+        {KUBECTL_TABLE, 0, NEG_AS_TABLE, false, false, false},
+        {"application/json;as=Table;v=v1beta1;g=meta.k8s.io", 0, NEG_AS_TABLE, true, false, true},
+        {"application/json;as=Table;v=v2;g=meta.k8s.io", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application/json;as=Table;v=v1", -ENOTSUP, NEG_AS_NONE, false, false, true},
+        {"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", 0, NEG_AS_POML, false,
+         false, true},
+        {"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1", 0, NEG_AS_POML,
+         true, false, true},
+        {"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+         "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+         0, NEG_AS_POML, false, false, false},
+        {"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", 0, NEG_AS_POM, false,
+         false, true},
+        {"application/json;as=Foo;g=meta.k8s.io;v=v1,application/json", 0, NEG_AS_NONE, false,
+         false, false},
+        /* a higher q wins whatever the order */
+        {"application/json;q=0.5,application/json;as=Table;v=v1;g=meta.k8s.io", 0, NEG_AS_TABLE,
+         false, false, false},
+        /* equal q: a concrete subtype sorts before a wildcard */
+        {"*/*;as=Table;g=meta.k8s.io;v=v1,application/json", 0, NEG_AS_NONE, false, false, false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        check_neg(&ar, false, &cases[i]);
+    }
+}
+
+Test(handlers, table_for_kinds_without_printer_only_when_nothing_else_fits)
+{
+    struct apires ar = core_ar("configmaps");
+    struct neg_case kubectl = {KUBECTL_TABLE, 0, NEG_AS_NONE, false, false, false};
+    struct neg_case only = {
+        "application/json;as=Table;v=v1;g=meta.k8s.io", -ENOTSUP, NEG_AS_NONE, false, false, true};
+    struct neg n;
+
+    check_neg(&ar, false, &kubectl); /* plain JSON: kubectl prints NAME AGE */
+    check_neg(&ar, false, &only);    /* the proxy forwards this one */
+    cr_assert_eq(neg_accept(only.accept, false, &ar, true, &n), 0);
+    cr_assert_eq(n.as, NEG_AS_TABLE);
+    cr_assert(n.table_default, "rest's default convertor: Name, Created At");
+}
+
+Test(handlers, pretty_print_user_agents_and_status_indent)
+{
+    struct apires ar = core_ar("pods");
+    struct neg n;
+
+    cr_assert_eq(neg_accept("application/json", true, &ar, false, &n), 0);
+    cr_assert(n.pretty && n.status_indent);
+    cr_assert_eq(neg_accept(NULL, true, &ar, false, &n), 0);
+    cr_assert(n.pretty && n.status_indent);
+}
+
+Test(handlers, gzip_token_is_exact)
+{
+    cr_assert(accepts_gzip("gzip"));
+    cr_assert(accepts_gzip("gzip, deflate"));
+    cr_assert(accepts_gzip("deflate ,  gzip "));
+    cr_assert_not(accepts_gzip("gzip;q=1"));
+    cr_assert_not(accepts_gzip("x-gzip"));
+    cr_assert_not(accepts_gzip("GZIP"));
+    cr_assert_not(accepts_gzip("identity"));
+    cr_assert_not(accepts_gzip(""));
+    cr_assert_not(accepts_gzip(NULL));
+}
+
+/* ---- the gzip content reader ------------------------------------------------------------ */
+
+static char *inflate_all(const char *in, size_t n, size_t *out_len)
+{
+    z_stream z;
+    size_t cap = 1 << 20;
+    char *out = malloc(cap);
+
+    memset(&z, 0, sizeof(z));
+    cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)n;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END, "not one complete gzip member");
+    *out_len = cap - z.avail_out;
+    inflateEnd(&z);
+    return out;
+}
+
+static char *read_gzip_body(struct iovec *iov, size_t n, bool pretty, size_t chunk, size_t *len)
+{
+    struct hbody *b = xcalloc(1, sizeof(*b));
+    struct sbuf sb = {0};
+    char buf[4096];
+    ssize_t r;
+
+    b->iov = xmalloc(sizeof(*iov) * n);
+    memcpy(b->iov, iov, sizeof(*iov) * n);
+    b->n = n;
+    b->gz = true;
+    b->pretty = pretty;
+    if (pretty) {
+        indent_init(&b->ind);
+        b->stage = xmalloc(GZIP_STAGE);
+    }
+    while ((r = gzip_fill(b, buf, chunk)) > 0) {
+        sb_put(&sb, buf, (size_t)r);
+    }
+    cr_assert_eq(r, HTTP_STREAM_END);
+    hbody_free(b);
+    *len = sb.len;
+    return sb.p;
+}
+
+Test(handlers, gzip_reader_round_trips_in_small_reads)
+{
+    size_t n_items = 3000, zlen, plain_len;
+    struct iovec *iov = malloc(sizeof(*iov) * (2 * n_items + 2));
+    struct sbuf plain = {0};
+    char item[128];
+    size_t k = 0;
+
+    iov[k++] = (struct iovec){(void *)"{\"items\":[", 10};
+    sb_str(&plain, "{\"items\":[");
+    for (size_t i = 0; i < n_items; i++) {
+        int w = snprintf(item, sizeof(item), "%s{\"metadata\":{\"name\":\"obj-%06zu\"}}",
+                         i ? "," : "", i);
+        char *copy = strdup(item);
+        iov[k++] = (struct iovec){copy, (size_t)w};
+        sb_put(&plain, item, (size_t)w);
+    }
+    iov[k++] = (struct iovec){(void *)"]}\n", 3};
+    sb_str(&plain, "]}\n");
+
+    char *z = read_gzip_body(iov, k, false, 100, &zlen);
+    cr_assert_eq((unsigned char)z[0], 0x1f);
+    cr_assert_eq((unsigned char)z[1], 0x8b, "a gzip member");
+    char *back = inflate_all(z, zlen, &plain_len);
+    cr_assert_eq(plain_len, plain.len);
+    cr_assert(memcmp(back, plain.p, plain_len) == 0, "inflated body differs");
+    free(back);
+    free(z);
+
+    z = read_gzip_body(iov, k, true, 777, &zlen);
+    back = inflate_all(z, zlen, &plain_len);
+    char *pretty = indent_all(plain.p);
+    cr_assert_eq(plain_len, strlen(pretty));
+    cr_assert(memcmp(back, pretty, plain_len) == 0, "inflated pretty body differs");
+    free(pretty);
+    free(back);
+    free(z);
+
+    for (size_t i = 1; i + 1 < k; i++) {
+        free(iov[i].iov_base);
+    }
+    free(iov);
+    sb_free(&plain);
+}
+
+/* ---- printers ------------------------------------------------------------------------------- */
+
+Test(handlers, human_duration_matches_apimachinery)
+{
+    static const struct {
+        int64_t s;
+        const char *out;
+    } cases[] = {
+        {-3, "<invalid>"},
+        {-1, "0s"},
+        {0, "0s"},
+        {119, "119s"},
+        {120, "2m"},
+        {121, "2m1s"},
+        {599, "9m59s"},
+        {600, "10m"},
+        {10799, "179m"},
+        {10800, "3h"},
+        {3 * 3600 + 60, "3h1m"},
+        {8 * 3600, "8h"},
+        {47 * 3600 + 3599, "47h"},
+        {48 * 3600, "2d"},
+        {49 * 3600, "2d1h"},
+        {8 * 86400, "8d"},
+        {730 * 86400, "2y"},
+        {731 * 86400, "2y1d"},
+        {8 * 365 * 86400, "8y"},
+    };
+    char out[32];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        human_duration(cases[i].s * 1000000000LL, out, sizeof(out));
+        cr_assert_str_eq(out, cases[i].out, "%lld s", (long long)cases[i].s);
+    }
+    human_duration(-1500000000LL, out, sizeof(out)); /* int(-1.5) = -1 */
+    cr_assert_str_eq(out, "0s");
+}
+
+Test(handlers, rfc3339_parses_zones_and_fractions)
+{
+    int64_t t;
+
+    cr_assert(parse_rfc3339("1970-01-01T00:00:00Z", &t));
+    cr_assert_eq(t, 0);
+    cr_assert(parse_rfc3339("2024-02-29T12:34:56Z", &t));
+    cr_assert_eq(t, 1709210096LL * 1000000000LL);
+    cr_assert(parse_rfc3339("2024-02-29T14:34:56.5+02:00", &t));
+    cr_assert_eq(t, 1709210096LL * 1000000000LL + 500000000LL);
+    cr_assert_not(parse_rfc3339("2024-02-29 12:34:56Z", &t));
+    cr_assert_not(parse_rfc3339("2024-02-29T12:34:56", &t));
+}
+
+/* printPod's cells for one pod JSON, now = 2024-01-01T01:00:00Z. Cells are Go-encoded:
+ * "<none>" is "\u003cnone\u003e" on the wire, as kube-apiserver sends it. */
+static char *cells_of(const char *json)
+{
+    cJSON *pod = cJSON_Parse(json);
+    struct sbuf sb = {0};
+    int64_t now;
+
+    cr_assert_not_null(pod, "bad test JSON: %s", json);
+    cr_assert(parse_rfc3339("2024-01-01T01:00:00Z", &now));
+    pod_cells(pod, now, &sb);
+    cJSON_Delete(pod);
+    return sb.p;
+}
+
+#define META(extra)                                                                                \
+    "\"metadata\":{\"name\":\"p\",\"creationTimestamp\":\"2024-01-01T00:00:00Z\"" extra "}"
+
+Test(handlers, pod_cells_follow_print_pod)
+{
+    static const struct {
+        const char *pod;
+        const char *cells;
+    } cases[] = {
+        {"{" META(
+             "") ",\"spec\":{\"containers\":[{},{}],\"nodeName\":\"n1\"},\"status\":{\"phase\":"
+                 "\"Running\",\"podIP\":\"10.0.0.1\",\"containerStatuses\":[{\"ready\":true,"
+                 "\"restartCount\":"
+                 "0,\"state\":{\"running\":{}}},{\"ready\":false,\"restartCount\":2,\"state\":{"
+                 "\"waiting\":"
+                 "{\"reason\":\"CrashLoopBackOff\"}},\"lastState\":{\"terminated\":{\"finishedAt\":"
+                 "\"2024-01-01T00:55:00Z\"}}}]}}",
+         "\"cells\":[\"p\",\"1/2\",\"CrashLoopBackOff\",\"2 (5m ago)\",\"60m\",\"10.0.0.1\",\"n1\","
+         "\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\"]"},
+        {"{" META("") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Pending\"}}",
+         "\"cells\":[\"p\",\"0/"
+         "1\",\"Pending\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\"]"},
+        {"{" META(
+             "") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Succeeded\","
+                 "\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":0,\"reason\":"
+                 "\"Completed\"}}}]}}",
+         "\"cells\":[\"p\",\"0/"
+         "1\",\"Completed\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\"],\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\","
+         "\"reason\":"
+         "\"Succeeded\",\"message\":\"The pod has completed successfully.\"}]"},
+        {"{" META(
+             ",\"deletionTimestamp\":\"2024-01-01T00:59:00Z\"") ",\"spec\":{\"containers\":"
+                                                                "[{}]},\"status\":{\"phase\":"
+                                                                "\"Running\",\"containerStatuses\":"
+                                                                "[{\"ready\":true,\"state\":"
+                                                                "{\"running\":{}}}]}}",
+         "\"cells\":[\"p\",\"1/"
+         "1\",\"Terminating\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\"]"},
+        {"{" META("") ",\"spec\":{\"initContainers\":[{\"name\":\"i1\"},{\"name\":\"i2\"}],"
+                      "\"containers\":[{}]},\"status\":{\"phase\":\"Pending\","
+                      "\"initContainerStatuses\":[{"
+                      "\"name\":\"i1\",\"state\":{\"terminated\":{\"exitCode\":0}}},{\"name\":"
+                      "\"i2\",\"state\":"
+                      "{\"running\":{}}}]}}",
+         "\"cells\":[\"p\",\"0/1\",\"Init:1/"
+         "2\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\"]"},
+        {"{" META("") ",\"spec\":{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":"
+                      "\"Always\"}],\"containers\":[{}],\"readinessGates\":[{\"conditionType\":"
+                      "\"g1\"}]},"
+                      "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Initialized\","
+                      "\"status\":"
+                      "\"True\"},{\"type\":\"g1\",\"status\":\"True\"}],\"initContainerStatuses\":["
+                      "{\"name\":"
+                      "\"side\",\"started\":true,\"ready\":true,\"restartCount\":1,\"state\":{"
+                      "\"running\":{}}}],"
+                      "\"containerStatuses\":[{\"ready\":true,\"state\":{\"running\":{}}}],"
+                      "\"podIPs\":[{\"ip\":"
+                      "\"fd00::1\"}],\"nominatedNodeName\":\"n9\"}}",
+         "\"cells\":[\"p\",\"2/"
+         "2\",\"Running\",\"1\",\"60m\",\"fd00::1\",\"\\u003cnone\\u003e\",\"n9\","
+         "\"1/1\"]"},
+        {"{" META("") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Pending\","
+                      "\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":"
+                      "\"SchedulingGated\"}]}}",
+         "\"cells\":[\"p\",\"0/"
+         "1\",\"SchedulingGated\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\"]"},
+        {"{\"metadata\":{\"resourceVersion\":\"7\"},\"spec\":{\"containers\":null},\"status\":{}}",
+         "\"cells\":[\"\",\"0/"
+         "0\",\"\",\"0\",\"\\u003cunknown\\u003e\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\","
+         "\"\\u003cnone\\u003e\"]"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = cells_of(cases[i].pod);
+        cr_assert_str_eq(got, cases[i].cells, "case %zu: got %s", i, got);
+        free(got);
+    }
+}
+
+Test(handlers, default_cells_are_name_and_utc_creation_time)
+{
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cm\",\"creationTimestamp\":"
+                           "\"2024-05-06T09:08:07+02:00\"}}");
+    struct sbuf sb = {0};
+
+    default_cells(o, &sb);
+    cr_assert_str_eq(sb.p, "\"cells\":[\"cm\",\"2024-05-06T07:08:07Z\"]");
+    cJSON_Delete(o);
+    sb_free(&sb);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}");
+    default_cells(o, &sb);
+    cr_assert_str_eq(sb.p, "\"cells\":[\"x\",\"0001-01-01T00:00:00Z\"]");
+    cJSON_Delete(o);
+    sb_free(&sb);
+}
+
+/* ---- PartialObjectMetadata --------------------------------------------------------------- */
+
+static char *joined(const struct pieces *pc)
+{
+    struct sbuf sb = {0};
+
+    for (size_t i = 0; i < pc->n; i++) {
+        sb_put(&sb, pc->iov[i].iov_base, pc->iov[i].iov_len);
+    }
+    return sb.p;
+}
+
+Test(handlers, pom_of_a_builtin_is_its_metadata_span)
+{
+    struct apires ar = core_ar("pods");
+    struct neg neg = {.as = NEG_AS_POM};
+    const char *obj = "{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"12\",\"labels\":"
+                      "{\"a\":\"b\"}},\"spec\":{}}";
+    const char *rv = strstr(obj, "12");
+    struct objview ov = {obj, strlen(obj), (size_t)(rv - obj), 2, "15", true};
+    struct pieces pc = {0};
+    char *got;
+
+    pc_pom(&pc, &ar, &neg, &ov);
+    pieces_resolve(&pc, pc.sb.p);
+    got = joined(&pc);
+    cr_assert_str_eq(got, "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\","
+                          "\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"15\",\"labels\":"
+                          "{\"a\":\"b\"}}}");
+    cr_assert_eq(pc.sb.len, 0u, "no byte of a built-in's metadata is rebuilt");
+    free(got);
+    sb_free(&pc.sb);
+}
+
+Test(handlers, pom_of_a_custom_resource_follows_object_meta_order)
+{
+    struct apires ar = core_ar("configmaps");
+    struct neg neg = {.as = NEG_AS_POM, .v1beta1 = true};
+    const char *obj =
+        "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"annotations\":{},"
+        "\"creationTimestamp\":\"2024-01-01T00:00:00Z\",\"extra\":1,\"generation\":1,"
+        "\"labels\":{\"a\":\"b\"},\"managedFields\":[{\"apiVersion\":\"example.com/v1\","
+        "\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{},\"manager\":\"m\",\"operation\":\"Update\","
+        "\"time\":null}],\"name\":\"w\",\"namespace\":\"ns\",\"ownerReferences\":[{"
+        "\"blockOwnerDeletion\":true,\"kind\":\"K\",\"name\":\"o\",\"uid\":\"u\"}],"
+        "\"resourceVersion\":\"9\",\"uid\":\"x\"},\"spec\":{}}";
+    struct objview ov = {obj, strlen(obj), 0, 0, "9", false};
+    struct pieces pc = {0};
+    char *got;
+
+    ar.kind.builtin = false;
+    pc_pom(&pc, &ar, &neg, &ov);
+    pieces_resolve(&pc, pc.sb.p);
+    got = joined(&pc);
+    cr_assert_str_eq(got,
+                     "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1beta1\","
+                     "\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\",\"uid\":\"x\","
+                     "\"resourceVersion\":\"9\",\"generation\":1,\"creationTimestamp\":"
+                     "\"2024-01-01T00:00:00Z\",\"labels\":{\"a\":\"b\"},\"ownerReferences\":[{"
+                     "\"apiVersion\":\"\",\"kind\":\"K\",\"name\":\"o\",\"uid\":\"u\","
+                     "\"blockOwnerDeletion\":true}],\"managedFields\":[{\"manager\":\"m\","
+                     "\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\",\"fieldsType\":"
+                     "\"FieldsV1\",\"fieldsV1\":{}}]}}");
+    free(got);
+    sb_free(&pc.sb);
+}
+
+Test(handlers, internal_type_names)
+{
+    struct apires ar = core_ar("pods");
+    char t[128];
+
+    internal_type(&ar, false, t, sizeof(t));
+    cr_assert_str_eq(t, "*core.Pod");
+    internal_type(&ar, true, t, sizeof(t));
+    cr_assert_str_eq(t, "*core.PodList");
+    ar.kind = *apires_builtin("apps", "v1", "deployments");
+    internal_type(&ar, true, t, sizeof(t));
+    cr_assert_str_eq(t, "*apps.DeploymentList");
+    ar.kind.builtin = false;
+    internal_type(&ar, false, t, sizeof(t));
+    cr_assert_str_eq(t, "*unstructured.Unstructured");
+}
