@@ -615,7 +615,7 @@ static void reply_body(struct hreq *h, const struct iovec *iov, size_t n, void (
     b->pretty = h->neg.pretty;
     if (b->pretty) {
         indent_init(&b->ind);
-        total = pretty_length(iov, n, GZIP_THRESHOLD);
+        total = h->neg.gzip ? pretty_length(iov, n, GZIP_THRESHOLD) : 0; /* what gets sent */
     }
     b->gz = h->neg.gzip && total > GZIP_THRESHOLD;
     if (b->gz) {
