@@ -2773,6 +2773,14 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
     h->w.wake_ctx = h;
     h->w.kind = WATCHER_STREAM;
     h->w.ns = h->ns[0] ? h->ns : NULL;
+    /* pods watches with fieldSelector spec.nodeName=X wait in the X dispatch bucket, so an
+     * event visits only its node's watchers (SEMANTICS 3.6) */
+    for (size_t i = 0; i < selector_count(h->fsel); i++) {
+        if (!selector_negated(h->fsel, i) &&
+            strcmp(selector_field(h->fsel, i), "spec.nodeName") == 0) {
+            h->w.trigger = selector_value(h->fsel, i);
+        }
+    }
     atomic_fetch_add(&h->ar->ctr.watches, 1);
 
     if (lo->send_initial_events == 1 || (lo->send_initial_events == -1 && (rv_unset || rv_zero))) {
