@@ -87,7 +87,7 @@ fi
 if [ "${KWP_SKIP_ASAN:-0}" != "1" ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:check_initialization_order=1:detect_invalid_pointer_pairs=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  export LSAN_OPTIONS="report_objects=0:suppressions=$ROOT/tests/lsan.supp"
+  export LSAN_OPTIONS="report_objects=0"
   if run_phase "asan configure" cmake -S . -B "$ASAN_DIR" -DKWP_WERROR=ON \
        -DKWP_SANITIZE=address,undefined >/dev/null &&
      run_phase "asan build" cmake --build "$ASAN_DIR" -j"$JOBS"; then

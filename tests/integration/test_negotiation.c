@@ -409,6 +409,7 @@ Test(negotiation, partial_object_metadata_from_stored_bytes, .timeout = NEG_TEST
                     "\"metadata\":");
     str_add(&want, m, mn);
     str_adds(&want, "}\n");
+    free(item); /* m points into item: copied into want above */
     http_resp_free(&r);
     fetch(sim.url, "/api/v1/namespaces/ns-1/pods/pod-000001?resourceVersion=0", pom, &r);
     expect_code(&r, 200);
