@@ -23,7 +23,8 @@ static const struct apires_kind builtin_kinds[] = {
     {"", "v1", "pods", "pod", "Pod", "PodList", true, true, "po",
      ",\"spec\":{\"containers\":null},\"status\":{}",
      {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-      "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName", NULL}},
+      "spec.hostNetwork:spec.hostNetwork|=false", "status.phase",
+      "status.podIP:status.podIP|status.podIPs.0.ip", "status.nominatedNodeName", NULL}},
     {"", "v1", "configmaps", "configmap", "ConfigMap", "ConfigMapList", true, true, "cm", "",
      {NULL}},
     {"", "v1", "secrets", "secret", "Secret", "SecretList", true, true, "", "", {"type", NULL}},
@@ -36,14 +37,14 @@ static const struct apires_kind builtin_kinds[] = {
      "\"nodeInfo\":{\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\",\"kernelVersion\":\"\","
      "\"osImage\":\"\",\"containerRuntimeVersion\":\"\",\"kubeletVersion\":\"\","
      "\"kubeProxyVersion\":\"\",\"operatingSystem\":\"\",\"architecture\":\"\"}}",
-     {"spec.unschedulable", NULL}},
+     {"spec.unschedulable:spec.unschedulable|=false", NULL}},
     {"", "v1", "events", "event", "Event", "EventList", true, true, "ev",
      ",\"involvedObject\":{},\"source\":{},\"firstTimestamp\":null,\"lastTimestamp\":null,"
      "\"eventTime\":null,\"reportingComponent\":\"\",\"reportingInstance\":\"\"",
      {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
       "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-      "involvedObject.fieldPath", "reason", "reportingComponent", "source.component", "type",
-      NULL}},
+      "involvedObject.fieldPath", "reason", "reportingComponent",
+      "source:source.component|reportingComponent", "type", NULL}},
     {"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "ServiceAccountList", true,
      true, "sa", "", {NULL}},
     {"apps", "v1", "deployments", "deployment", "Deployment", "DeploymentList", true, true,
@@ -51,7 +52,7 @@ static const struct apires_kind builtin_kinds[] = {
      ",\"spec\":{\"selector\":null," POD_TEMPLATE ",\"strategy\":{}},\"status\":{}", {NULL}},
     {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "ReplicaSetList", true, true, "rs",
      ",\"spec\":{\"selector\":null," POD_TEMPLATE "},\"status\":{\"replicas\":0}",
-     {"status.replicas", NULL}},
+     {"status.replicas:status.replicas|=0", NULL}},
 };
 
 #define N_BUILTIN (sizeof(builtin_kinds) / sizeof(builtin_kinds[0]))

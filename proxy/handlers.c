@@ -1144,7 +1144,10 @@ int handlers_check_fields(const struct apires *ar, const struct selector *fsel, 
         bool ok = strcmp(f, "metadata.name") == 0 ||
                   (strcmp(f, "metadata.namespace") == 0 && (ar->kind.namespaced || !custom));
         for (size_t j = 0; !ok && j < APIRES_MAX_FIELDS && ar->kind.fields[j]; j++) {
-            ok = strcmp(f, ar->kind.fields[j]) == 0;
+            const char *k = ar->kind.fields[j]; /* "key" or "key:paths" (kube_meta_parse) */
+            const char *colon = strchr(k, ':');
+            size_t klen = colon ? (size_t)(colon - k) : strlen(k);
+            ok = strlen(f) == klen && strncmp(f, k, klen) == 0;
         }
         if (!ok && strcmp(ar->kind.plural, "pods") == 0 && strcmp(f, "spec.host") == 0) {
             ok = true; /* legacy alias of spec.nodeName */

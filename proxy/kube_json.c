@@ -1012,12 +1012,21 @@ static const cJSON *json_path(const cJSON *root, const char *path)
         const char *dot = strchr(path, '.');
         size_t n = dot != NULL ? (size_t)(dot - path) : strlen(path);
 
-        if (n >= sizeof(seg) || !cJSON_IsObject(cur)) {
+        if (n >= sizeof(seg) || (!cJSON_IsObject(cur) && !cJSON_IsArray(cur))) {
             return NULL;
         }
         memcpy(seg, path, n);
         seg[n] = '\0';
-        cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
+        if (cJSON_IsArray(cur)) { /* a numeric segment indexes an array: status.podIPs.0.ip */
+            char *end = NULL;
+            long idx = strtol(seg, &end, 10);
+            if (n == 0 || *end != '\0' || idx < 0 || idx > 65535) {
+                return NULL;
+            }
+            cur = cJSON_GetArrayItem(cur, (int)idx);
+        } else {
+            cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
+        }
         if (dot == NULL) {
             return cur;
         }
@@ -1115,11 +1124,32 @@ static void meta_collect(const cJSON *md, const cJSON *root, const char *const *
     out->meta.n_labels = n;
     for (size_t i = 0; field_paths != NULL && field_paths[i] != NULL; i++) {
         char num[32];
-        const char *text = field_text(json_path(root, field_paths[i]), num, sizeof(num));
+        const char *spec = field_paths[i];
+        const char *colon = strchr(spec, ':');
+        size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
+        const char *alt = colon ? colon + 1 : spec;
+        const char *text = NULL;
+        size_t tlen = 0;
 
+        /* "key:path1|path2|=default": the first path present wins, else the literal */
+        while (text == NULL && *alt != '\0') {
+            const char *bar = strchr(alt, '|');
+            size_t alen = bar ? (size_t)(bar - alt) : strlen(alt);
+            char path[KUBE_META_MAX_PATH];
+            if (alt[0] == '=') {
+                text = alt + 1;
+                tlen = alen - 1;
+            } else if (alen < sizeof(path)) {
+                memcpy(path, alt, alen);
+                path[alen] = '\0';
+                text = field_text(json_path(root, path), num, sizeof(num));
+                tlen = text != NULL ? strlen(text) : 0;
+            }
+            alt += alen + (bar ? 1 : 0);
+        }
         if (text != NULL) {
-            const char *k = arena_put(a, field_paths[i], strlen(field_paths[i]));
-            const char *v = arena_put(a, text, strlen(text));
+            const char *k = arena_put(a, spec, klen);
+            const char *v = arena_put(a, text, tlen);
 
             if (out->kv != NULL) {
                 out->kv[n] = (struct blob_kv){k, v};

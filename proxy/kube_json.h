@@ -142,7 +142,9 @@ struct kube_meta {
 /*
  * Parses object JSON (cJSON, tree freed before return) and fills <out>: namespace, name,
  * resourceVersion (string and byte span in data), labels, and each field named in
- * <field_paths> (dotted paths like "spec.nodeName"; NULL-terminated list, may be NULL):
+ * <field_paths> (dotted paths like "spec.nodeName", or "key:path1|path2|=default" for fields
+ * kube-apiserver computes: the first path present wins, else the literal after "="; the field
+ * is stored under <key>; NULL-terminated list, may be NULL):
  * strings as-is, booleans "true"/"false", integers in decimal (only when the double is an
  * exact integer); absent paths and other types are omitted. Labels keep string values only;
  * a repeated label key keeps its last value. meta.ns is NULL when absent, meta.rv_str "" when

@@ -1078,3 +1078,22 @@ Test(kube_json, continue_decode_limits)
     cr_expect_eq(kube_json_continue_decode("!", &rv, start, sizeof(start), err, 5), -EINVAL);
     cr_expect_str_eq(err, "cont");
 }
+
+Test(kube_json, computed_fields_first_path_then_default_and_array_index)
+{
+    static const char obj[] = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},"
+                              "\"spec\":{\"nodeName\":\"n1\"},"
+                              "\"status\":{\"podIPs\":[{\"ip\":\"10.0.0.7\"}]}}";
+    static const char *const paths[] = {"spec.hostNetwork:spec.hostNetwork|=false",
+                                        "status.podIP:status.podIP|status.podIPs.0.ip",
+                                        "spec.nodeName", "missing:a.b|c.d", NULL};
+    struct blob *b = kube_json_blob(obj, strlen(obj), paths);
+
+    cr_assert_not_null(b);
+    cr_assert_str_eq(blob_field(b, "spec.hostNetwork"), "false", "absent bool defaults");
+    cr_assert_str_eq(blob_field(b, "status.podIP"), "10.0.0.7", "second path, array index");
+    cr_assert_str_eq(blob_field(b, "spec.nodeName"), "n1");
+    cr_assert_null(blob_field(b, "missing"), "no path and no default: absent");
+    cr_assert_eq(b->n_fields, 3);
+    blob_unref(b);
+}

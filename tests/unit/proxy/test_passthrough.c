@@ -403,7 +403,9 @@ static unsigned dead_port(void)
     cr_assert_neq(fd, -1);
     cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
+    /* Kept bound but not listening until the test process exits: connections are refused,
+     * and no server started meanwhile by a parallel test can take the port (closing it here
+     * let one do so, and the "down" upstream then accepted and hung). */
     return ntohs(sa.sin_port);
 }
 
