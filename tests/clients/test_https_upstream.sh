@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_https_upstream.sh - kwp proxy against an https upstream that requires a bearer token:
+# test_https_upstream.sh - kwp proxy against https upstreams: one that requires a bearer token
 # CA verification (--ca-file), token from a file (--token-file), --insecure-skip-tls-verify,
 # and the failures a user must see (wrong CA, missing token: not ready, never a crash).
 # The upstream is `kwp sim --tls-cert-file --tls-key-file --token`. Uses openssl, curl.
@@ -98,6 +98,36 @@ check "wrong token: not ready (got $code)" test "$code" = 503
 code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces")
 check "wrong token: upstream's 401 is passed through (got $code)" test "$code" = 401
 check "proxies still running" kill -0 "${pids[1]}" "${pids[2]}" "${pids[3]}" "${pids[4]}"
+
+# Client certificates (--client-cert/--client-key): `openssl s_server -Verify 1` refuses any
+# client without a certificate signed by the CA; with -www it answers every GET with 200.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 \
+  -subj "/CN=kwp-test-ca" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$dir/srv.key" -out "$dir/srv.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext"
+openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+  -out "$dir/srv.pem" -days 2 -extfile "$dir/san.ext" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$dir/cli.key" -out "$dir/cli.csr" -subj "/CN=kwp" 2>/dev/null
+openssl x509 -req -in "$dir/cli.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+  -out "$dir/cli.pem" -days 2 2>/dev/null
+mtls_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+openssl s_server -accept "127.0.0.1:$mtls_port" -cert "$dir/srv.pem" -key "$dir/srv.key" \
+  -CAfile "$dir/ca.pem" -Verify 1 -www -quiet >"$dir/s_server.log" 2>&1 &
+pids+=($!)
+for i in $(seq 1 50); do
+  curl -s -o /dev/null --cacert "$dir/ca.pem" --cert "$dir/cli.pem" --key "$dir/cli.key" \
+    "https://127.0.0.1:$mtls_port/" && break
+  sleep 0.1
+done
+start mtls proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
+  --ca-file "$dir/ca.pem" --client-cert "$dir/cli.pem" --client-key "$dir/cli.key"
+code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$url/version")
+check "client certificate accepted by a server that requires one (got $code)" test "$code" = 200
+start nocert proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
+  --ca-file "$dir/ca.pem"
+code=$(curl "${H[@]}" -o "$dir/nocert.body" -w '%{http_code}' "$url/version")
+check "without --client-cert the handshake fails: 503 Status (got $code)" \
+  grep -q '"reason":"ServiceUnavailable"' "$dir/nocert.body"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
