@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test_https_upstream.sh - kwp proxy against https upstreams: one that requires a bearer token
-# CA verification (--ca-file), token from a file (--token-file), --insecure-skip-tls-verify,
-# and the failures a user must see (wrong CA, missing token: not ready, never a crash).
-# The upstream is `kwp sim --tls-cert-file --tls-key-file --token`. Uses openssl, curl.
+# test_https_upstream.sh - kwp proxy against https upstreams: `kwp sim --tls-cert-file
+# --tls-key-file --token` for CA verification (--ca-file), a token from a file (--token-file),
+# --insecure-skip-tls-verify and the failures a user must see (wrong CA, wrong token: not ready,
+# never a crash); and `openssl s_server -Verify 1` for client certificates (--client-cert,
+# --client-key). Uses openssl, curl and python3 (a free port).
 set -uo pipefail
 KWP_BIN="${KWP_BIN:-build/kwp}"
 dir="$(mktemp -d)"
