@@ -35,7 +35,11 @@ struct apires_kind {
     const char *short_names;/* comma-separated, "" for none */
     const char *bookmark_body; /* JSON members after "metadata":{...} in a BOOKMARK object,
                                   e.g. ,"spec":{"containers":null},"status":{} ; "" for none */
-    const char *fields[APIRES_MAX_FIELDS]; /* selectable field paths beyond metadata.*, NULL-ended */
+    const char *fields[APIRES_MAX_FIELDS]; /* selectable field paths beyond metadata.*, NULL-ended;
+                                              "key:path|path|=default" for computed ones */
+    const char *field_reject_kind; /* when set, the 400 for a label the kind's converter rejects
+                                      reads `field label "<label>" not supported for <this>`
+                                      (batch's converter); NULL: `field label not supported: <label>` */
 };
 
 /* Per-resource request counters (served by /_sim/stats and /metrics). */

@@ -1153,7 +1153,10 @@ int handlers_check_fields(const struct apires *ar, const struct selector *fsel, 
             ok = true; /* legacy alias of spec.nodeName */
         }
         if (!ok) {
-            if (custom) {
+            if (custom && ar->kind.field_reject_kind != NULL) {
+                kstatus_set(st, 400, "BadRequest", "field label \"%s\" not supported for %s", f,
+                            ar->kind.field_reject_kind);
+            } else if (custom) {
                 kstatus_set(st, 400, "BadRequest", "field label not supported: %s", f);
             } else {
                 kstatus_set(st, 400, "BadRequest",
