@@ -2155,6 +2155,52 @@ Test(sim, unknown_field_selector_400, .timeout = SIM_TEST_TIMEOUT_S)
     sim_stop(&s);
 }
 
+/* Kinds whose selectable fields are computed, and batch's own rejection text. */
+Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_TIMEOUT_S)
+{
+    static const char *const extra[] = {"--resource", "batch/v1/jobs", NULL};
+    struct sim s;
+    struct http_resp r = {0};
+    cJSON *l;
+
+    sim_start(&s, extra);
+    req(&s, "POST", "/apis/batch/v1/namespaces/default/jobs", "application/json",
+        "{\"metadata\":{\"name\":\"j1\"},\"spec\":{\"template\":{\"spec\":{\"containers\":"
+        "[{\"name\":\"c\",\"image\":\"x\"}]}}}}", &r);
+    cr_assert_eq(r.code, 201, "%s", r.body);
+    http_resp_free(&r);
+    expect_bad_request(&s, "/apis/batch/v1/jobs?fieldSelector=spec.x%3D1",
+                       "field label \\\"spec.x\\\" not supported for Job");
+    /* status.successful reads status.succeeded, 0 when absent */
+    get(&s, "/apis/batch/v1/jobs?fieldSelector=status.successful%3D0", &r);
+    l = jparse(&r);
+    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 1, "%s", r.body);
+    cJSON_Delete(l);
+    http_resp_free(&r);
+    get(&s, "/apis/batch/v1/jobs?fieldSelector=status.successful%3D1", &r);
+    l = jparse(&r);
+    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 0, "%s", r.body);
+    cJSON_Delete(l);
+    http_resp_free(&r);
+    /* pods: spec.hostNetwork is "false" when the pod does not set it */
+    req(&s, "POST", "/api/v1/namespaces/default/pods", "application/json",
+        "{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+        "\"image\":\"x\"}]}}", &r);
+    cr_assert_eq(r.code, 201, "%s", r.body);
+    http_resp_free(&r);
+    get(&s, "/api/v1/pods?resourceVersion=0&fieldSelector=spec.hostNetwork%3Dfalse", &r);
+    l = jparse(&r);
+    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 1, "%s", r.body);
+    cJSON_Delete(l);
+    http_resp_free(&r);
+    get(&s, "/api/v1/pods?resourceVersion=0&fieldSelector=spec.hostNetwork%3Dtrue", &r);
+    l = jparse(&r);
+    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 0, "%s", r.body);
+    cJSON_Delete(l);
+    http_resp_free(&r);
+    sim_stop(&s);
+}
+
 Test(sim, malformed_query_values_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const paths[] = {
