@@ -20,38 +20,8 @@ DRAIN_PID=""
 WATCH_PID=""
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-XXXXXX")"
 
-ok() {
-  echo "PASS: $1"
-  pass=$((pass + 1))
-}
-
-bad() {
-  local name="$1" line
-  shift
-  echo "FAIL: $name"
-  for line in "$@"; do
-    echo "      $line"
-  done
-  fail=$((fail + 1))
-}
-
-# stop_pid PID SECONDS: TERM, wait up to SECONDS, then KILL. Sets STOP_RC to its exit status.
-stop_pid() {
-  local pid="$1" secs="$2" i
-  STOP_RC=0
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < secs * 20; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "      pid $pid ignored SIGTERM for ${secs}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  STOP_RC=$?
-}
+# ok, bad, stop_pid
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 finish() {
   trap - EXIT

@@ -35,95 +35,16 @@ INF_PID=""
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-node-XXXXXX")"
 STATE="$TMP/informer.json"
 
-ok() {
-  echo "PASS: $1"
-  pass=$((pass + 1))
-}
+# ok, bad, stop_pid, start_kwp, kwp_finish
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-bad() {
-  local name="$1" line
-  shift
-  echo "FAIL: $name"
-  for line in "$@"; do
-    echo "      $line"
-  done
-  fail=$((fail + 1))
-}
-
-# stop_pid PID SECONDS: TERM, wait up to SECONDS, then KILL. Sets STOP_RC to its exit status.
-stop_pid() {
-  local pid="$1" secs="$2" i
-  STOP_RC=0
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < secs * 20; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "      pid $pid ignored SIGTERM for ${secs}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  STOP_RC=$?
-}
-
-finish() {
-  local i
-  trap - EXIT
-  [ -n "$INF_PID" ] && stop_pid "$INF_PID" 5
-  # Newest first: the proxy before its upstream.
-  for ((i = ${#KWP_PIDS[@]} - 1; i >= 0; i--)); do
-    stop_pid "${KWP_PIDS[$i]}" 5
-    if [ "$STOP_RC" -eq 0 ]; then
-      ok "kwp ${KWP_NAMES[$i]} exits 0 on SIGTERM"
-    else
-      bad "kwp ${KWP_NAMES[$i]} exits 0 on SIGTERM" "exit status $STOP_RC" \
-        "$(tail -n 20 "$TMP/${KWP_NAMES[$i]}.log" 2>/dev/null)"
-    fi
-  done
-  for i in "${DRAIN_PIDS[@]}"; do
-    wait "$i" 2>/dev/null
-  done
-  if [ "$fail" -eq 0 ]; then
-    rm -rf "$TMP"
-  else
-    echo "logs kept in $TMP"
-  fi
-  echo "$pass passed, $fail failed"
-  [ "$fail" -eq 0 ]
-  exit $?
-}
-trap finish EXIT
-
-# start_kwp NAME ARGS...: starts `kwp ARGS` in the background, sets URL from its
-# "listening on" stdout line (5 s bound). Logs in $TMP/NAME.log.
-start_kwp() {
-  local name="$1" line deadline
-  shift
-  URL=""
-  mkfifo "$TMP/$name.fifo"
-  "$KWP_BIN" "$@" >"$TMP/$name.fifo" 2>"$TMP/$name.log" &
-  KWP_PIDS+=($!)
-  KWP_NAMES+=("$name")
-  exec 3<"$TMP/$name.fifo"
-  deadline=$((SECONDS + 5))
-  while [ "$SECONDS" -lt "$deadline" ] && IFS= read -r -t 5 -u 3 line; do
-    case "$line" in
-      "listening on "*)
-        URL="${line#listening on }"
-        break
-        ;;
-    esac
-  done
-  # Keep draining stdout so kwp never blocks on a full pipe.
-  cat <&3 >"$TMP/$name.stdout" &
-  DRAIN_PIDS+=($!)
-  exec 3<&-
-  if [ -z "$URL" ]; then
-    bad "kwp $name prints its URL within 5 s" "log: $(tail -n 20 "$TMP/$name.log")"
-    exit 1
+# the informer stops before the servers it talks to
+kwp_before_finish() {
+  if [ -n "$INF_PID" ]; then
+    stop_pid "$INF_PID" 5
   fi
 }
+trap kwp_finish EXIT
 
 # req METHOD URL [JSON [CONTENT_TYPE]]: body on stdout, status code in $TMP/code.
 req() {
