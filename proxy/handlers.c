@@ -2192,6 +2192,38 @@ static void reply_expired(struct hreq *h, const char *message, const char *conti
     "results in an inconsistent list - objects that were created, modified, or deleted between "   \
     "the time the first chunk was returned and now may show up in the list."
 
+/*
+ * The rule for LIST and GET at an rv newer than the cache (SEMANTICS 1.4): wait for events in
+ * flight (the proxy: --freshness-wait, then forward; local: 3 s, then the 504). Returns true
+ * when the cache reached <rv> and the caller goes on; false when the request was suspended,
+ * forwarded or answered.
+ */
+static bool await_rv(struct hreq *h, uint64_t rv)
+{
+    const struct handlers_opts *o = h->opts;
+    bool fwd = o->forward && !o->local_too_large;
+    int rc;
+
+    if (h->phase != PH_WAIT_FRESH) {
+        start_fresh_wait(h, rv,
+                         fwd ? opt_or(o->freshness_wait_ms, 250)
+                             : opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
+    }
+    rc = wait_fresh(h);
+    if (rc > 0) {
+        return true;
+    }
+    if (rc < 0) {
+        if (fwd) {
+            o->forward(o->app, h->req);
+        } else {
+            h->phase = PH_DONE;
+            reply_too_large(h, rv);
+        }
+    }
+    return false;
+}
+
 static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 {
     const struct handlers_opts *o = h->opts;
@@ -2255,23 +2287,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
         return;
     }
     if (!rv_unset && !rv_zero && lo->rv > resource_rv(res)) {
-        if (h->phase != PH_WAIT_FRESH) {
-            bool fwd = o->forward && !o->local_too_large;
-            start_fresh_wait(h, lo->rv,
-                             fwd ? opt_or(o->freshness_wait_ms, 250)
-                                 : opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
-        }
-        rc = wait_fresh(h);
-        if (rc == 0) {
-            return;
-        }
-        if (rc < 0) {
-            if (o->forward && !o->local_too_large) {
-                o->forward(o->app, h->req);
-            } else {
-                h->phase = PH_DONE;
-                reply_too_large(h, lo->rv);
-            }
+        if (!await_rv(h, lo->rv)) {
             return;
         }
     }
@@ -2352,30 +2368,13 @@ static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
     char key[K8S_NAME_MAX * 2 + 2];
     struct blob *b;
     bool rv_unset = !lo->has_rv || lo->rv_str[0] == '\0';
-    int rc;
 
     if (rv_unset && !o->authoritative) {
         o->forward(o->app, h->req);
         return;
     }
     if (!rv_unset && lo->rv > 0 && lo->rv > resource_rv(res)) {
-        if (h->phase != PH_WAIT_FRESH) {
-            bool fwd = o->forward && !o->local_too_large;
-            start_fresh_wait(h, lo->rv,
-                             fwd ? opt_or(o->freshness_wait_ms, 250)
-                                 : opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
-        }
-        rc = wait_fresh(h);
-        if (rc == 0) {
-            return;
-        }
-        if (rc < 0) {
-            if (o->forward && !o->local_too_large) {
-                o->forward(o->app, h->req);
-            } else {
-                h->phase = PH_DONE;
-                reply_too_large(h, lo->rv);
-            }
+        if (!await_rv(h, lo->rv)) {
             return;
         }
     }
