@@ -44,6 +44,7 @@
 #include "cache/selector.h"
 #include "cache/snapshot.h"
 #include "proxy/log.h"
+#include "proxy/printers.h"
 
 #define HANDLERS_BATCH 32
 #define HANDLERS_BOOKMARK_DEFAULT_MS 60000
@@ -75,6 +76,8 @@ struct neg {
                            clause is acceptable for an error */
     bool gzip;          /* Accept-Encoding carries the exact token gzip */
     enum neg_incl incl; /* ?includeObject= (Table only) */
+
+    const struct printer *printer; /* Table: the kind's printer, or rest's default convertor */
 };
 
 /* Go's json.Indent(dst, src, "", "  ") as a byte-level state machine that can stop anywhere:
@@ -789,20 +792,21 @@ static size_t accept_parse(const char *hdr, struct accept_clause *out, size_t ca
     return n;
 }
 
-/* Kinds kwp prints a server-side Table for (printers.go); others fall back to plain JSON
- * when the client allows it, which kubectl prints as NAME AGE. */
-static bool table_printer(const struct apires *ar)
+/* kube-apiserver's server-side printer for <ar> (printers.go), or NULL: custom resources
+ * (the CRD's additionalPrinterColumns, which kwp does not read) and unlisted built-ins. */
+static const struct printer *table_printer(const struct apires *ar)
 {
-    return ar->kind.builtin && ar->kind.group[0] == '\0' && strcmp(ar->kind.plural, "pods") == 0;
+    return ar->kind.builtin ? printers_find(ar->kind.group, ar->kind.plural) : NULL;
 }
 
 /*
  * acceptMediaTypeOptions for the JSON serializer: RequestScope's restrictions, or with
  * <status> DefaultEndpointRestrictions (how errors are written: no transforms, no sv).
- * <any_table>: accept as=Table for kinds without a printer (rest's default convertor).
+ * as=Table is accepted for every kind; one without a printer gets rest's default convertor
+ * (out->table_default), which the proxy forwards instead (handlers_serve).
  */
-static bool neg_clause(const struct accept_clause *c, bool status, bool any_table,
-                       const struct apires *ar, struct neg *out)
+static bool neg_clause(const struct accept_clause *c, bool status, const struct apires *ar,
+                       struct neg *out)
 {
     bool json = span_eq(c->type, "application") &&
                 (span_eq(c->subtype, "json") || span_eq(c->subtype, "*"));
@@ -819,6 +823,7 @@ static bool neg_clause(const struct accept_clause *c, bool status, bool any_tabl
     out->as = NEG_AS_NONE;
     out->v1beta1 = false;
     out->table_default = false;
+    out->printer = NULL;
     out->pretty = span_eq(c->pretty, "1");
     if (!c->has_as && !c->has_g && !c->has_v) {
         return true;
@@ -841,8 +846,12 @@ static bool neg_clause(const struct accept_clause *c, bool status, bool any_tabl
     }
     if (span_eq(c->as, "Table")) {
         out->as = NEG_AS_TABLE;
-        out->table_default = !table_printer(ar);
-        return !out->table_default || any_table;
+        out->printer = table_printer(ar);
+        out->table_default = out->printer == NULL;
+        if (out->table_default) {
+            out->printer = printers_default();
+        }
+        return true;
     }
     return false;
 }
@@ -912,7 +921,7 @@ static enum neg_incl parse_incl(const struct http_req *req)
  * kwp can produce (the 406; *out still says how to write that Status).
  */
 static int neg_accept(const char *accept, bool pretty_print, const struct apires *ar,
-                      bool any_table, struct neg *out)
+                      struct neg *out)
 {
     struct accept_clause cl[NEG_MAX_CLAUSES];
     struct neg tmp;
@@ -926,17 +935,18 @@ static int neg_accept(const char *accept, bool pretty_print, const struct apires
     }
     n = accept_parse(accept, cl, NEG_MAX_CLAUSES);
     for (size_t i = 0; i < n && !found; i++) {
-        found = neg_clause(&cl[i], false, any_table, ar, &tmp);
+        found = neg_clause(&cl[i], false, ar, &tmp);
     }
     if (found) {
         out->as = tmp.as;
         out->v1beta1 = tmp.v1beta1;
         out->table_default = tmp.table_default;
+        out->printer = tmp.printer;
         out->pretty = tmp.pretty || pretty_print;
     }
     out->status_indent = true; /* WriteRawJSON unless a plain JSON clause is acceptable */
     for (size_t i = 0; i < n; i++) {
-        if (neg_clause(&cl[i], true, false, ar, &tmp)) {
+        if (neg_clause(&cl[i], true, ar, &tmp)) {
             out->status_indent = tmp.pretty || pretty_print;
             break;
         }
@@ -945,10 +955,9 @@ static int neg_accept(const char *accept, bool pretty_print, const struct apires
 }
 
 /* neg_accept for a request, plus its Accept-Encoding and includeObject. */
-static int neg_compute(const struct http_req *req, const struct apires *ar, bool any_table,
-                       struct neg *out)
+static int neg_compute(const struct http_req *req, const struct apires *ar, struct neg *out)
 {
-    int rc = neg_accept(http_req_header(req, "Accept"), is_pretty_print(req), ar, any_table, out);
+    int rc = neg_accept(http_req_header(req, "Accept"), is_pretty_print(req), ar, out);
 
     out->gzip = accepts_gzip(http_req_header(req, "Accept-Encoding"));
     out->incl = parse_incl(req);
@@ -1349,72 +1358,7 @@ static void pc_pom(struct pieces *pc, const struct apires *ar, const struct neg 
     pc_lit(pc, "}");
 }
 
-/* ---- Table cells ------------------------------------------------------------------------ */
-
-/* days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    int64_t era, yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = y - era * 400;
-    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static bool digits(const char *s, int n, int *out)
-{
-    int v = 0;
-
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* metav1.Time's time.Parse(time.RFC3339, s), to ns since the epoch. */
-static bool parse_rfc3339(const char *s, int64_t *ns)
-{
-    int y, mo, d, h, mi, se, oh = 0, om = 0;
-    int64_t frac = 0, scale = 1000000000;
-    size_t i = 19, n = strlen(s);
-
-    if (n < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
-        s[16] != ':' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
-        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) || !digits(s + 17, 2, &se) || mo < 1 ||
-        mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59) {
-        return false;
-    }
-    if (s[i] == '.') {
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-            if (scale > 1) {
-                scale /= 10;
-                frac += (s[i] - '0') * scale;
-            }
-        }
-    }
-    if (i < n && (s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
-        /* UTC */
-    } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':' &&
-               digits(s + i + 1, 2, &oh) && digits(s + i + 4, 2, &om)) {
-        if (s[i] == '-') {
-            oh = -oh;
-            om = -om;
-        }
-    } else {
-        return false;
-    }
-    *ns = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) - oh * 3600 - om * 60) *
-              1000000000LL +
-          frac;
-    return true;
-}
+/* ---- Tables (columns and cells: printers.c) --------------------------------------------- */
 
 static int64_t now_ns(void)
 {
@@ -1424,393 +1368,9 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* k8s.io/apimachinery/pkg/util/duration.HumanDuration. */
-static void human_duration(int64_t d, char *out, size_t cap)
-{
-    const int64_t sec_ns = 1000000000LL, min_ns = 60 * sec_ns, hour_ns = 60 * min_ns;
-    long long seconds = d / sec_ns, minutes = d / min_ns, hours = d / hour_ns;
-
-    if (seconds < -1) {
-        snprintf(out, cap, "<invalid>");
-    } else if (seconds < 0) {
-        snprintf(out, cap, "0s");
-    } else if (seconds < 120) {
-        snprintf(out, cap, "%llds", seconds);
-    } else if (minutes < 10) {
-        long long s = seconds % 60;
-        if (s == 0) {
-            snprintf(out, cap, "%lldm", minutes);
-        } else {
-            snprintf(out, cap, "%lldm%llds", minutes, s);
-        }
-    } else if (minutes < 180) {
-        snprintf(out, cap, "%lldm", minutes);
-    } else if (hours < 8) {
-        long long m = minutes % 60;
-        if (m == 0) {
-            snprintf(out, cap, "%lldh", hours);
-        } else {
-            snprintf(out, cap, "%lldh%lldm", hours, m);
-        }
-    } else if (hours < 48) {
-        snprintf(out, cap, "%lldh", hours);
-    } else if (hours < 24 * 8) {
-        if (hours % 24 == 0) {
-            snprintf(out, cap, "%lldd", hours / 24);
-        } else {
-            snprintf(out, cap, "%lldd%lldh", hours / 24, hours % 24);
-        }
-    } else if (hours < 24 * 365 * 2) {
-        snprintf(out, cap, "%lldd", hours / 24);
-    } else if (hours < 24 * 365 * 8) {
-        long long dy = (hours / 24) % 365;
-        if (dy == 0) {
-            snprintf(out, cap, "%lldy", hours / 24 / 365);
-        } else {
-            snprintf(out, cap, "%lldy%lldd", hours / 24 / 365, dy);
-        }
-    } else {
-        snprintf(out, cap, "%lldy", hours / 24 / 365);
-    }
-}
-
-/* A metav1.Time from JSON; false for null, absent or unparsable (the zero time). */
-static bool jtime(const cJSON *v, int64_t *ns)
-{
-    return cJSON_IsString(v) && parse_rfc3339(v->valuestring, ns);
-}
-
-/* printers.go translateTimestampSince. */
-static void since(bool set, int64_t t, int64_t now, char *out, size_t cap)
-{
-    if (!set) {
-        snprintf(out, cap, "<unknown>");
-    } else {
-        human_duration(now - t, out, cap);
-    }
-}
-
-static const cJSON *jobj(const cJSON *o, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
-static const char *jstr(const cJSON *o, const char *key)
-{
-    const cJSON *v = jobj(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static long long jint(const cJSON *o, const char *key)
-{
-    const cJSON *v = jobj(o, key);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
-}
-
-static bool jtrue(const cJSON *o, const char *key)
-{
-    return cJSON_IsTrue(jobj(o, key));
-}
-
-static bool jset(const cJSON *o, const char *key)
-{
-    const cJSON *v = jobj(o, key);
-    return v != NULL && !cJSON_IsNull(v);
-}
-
-static bool condition_true(const cJSON *conds, const char *type)
-{
-    const cJSON *c;
-
-    cJSON_ArrayForEach(c, conds)
-    {
-        if (strcmp(jstr(c, "type"), type) == 0 && strcmp(jstr(c, "status"), "True") == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* podutil.IsRestartableInitContainer of the spec entry named <name> (last one wins, as the
- * map printPod builds). */
-static bool restartable_init(const cJSON *init_specs, const char *name)
-{
-    const cJSON *c;
-    bool r = false;
-
-    cJSON_ArrayForEach(c, init_specs)
-    {
-        if (strcmp(jstr(c, "name"), name) == 0) {
-            r = strcmp(jstr(c, "restartPolicy"), "Always") == 0;
-        }
-    }
-    return r;
-}
-
-/* Keeps the later of *t and the container's lastState.terminated.finishedAt. */
-static void last_restart(const cJSON *cs, bool *set, int64_t *t)
-{
-    const cJSON *term = jobj(jobj(cs, "lastState"), "terminated");
-    int64_t ft;
-
-    if (cJSON_IsObject(term) && jtime(jobj(term, "finishedAt"), &ft) && (!*set || ft > *t)) {
-        *set = true;
-        *t = ft;
-    }
-}
-
-/* printers.go printPod (1.33+: restartable init containers, SchedulingGated): appends
- * "cells":[...] and, for finished pods, "conditions":[...]. */
-static void pod_cells(const cJSON *pod, int64_t now, struct sbuf *sb)
-{
-    const cJSON *meta = jobj(pod, "metadata"), *spec = jobj(pod, "spec");
-    const cJSON *status = jobj(pod, "status"), *conds = jobj(status, "conditions");
-    const cJSON *init_specs = jobj(spec, "initContainers"), *c;
-    const char *phase = jstr(status, "phase"), *cells[9];
-    char reason_buf[320], ready[48], restarts_s[96], age[32], ago[32], gates[48];
-    const char *reason = phase;
-    int total = cJSON_GetArraySize(jobj(spec, "containers")), ready_n = 0, i = 0;
-    long long restarts = 0, r_restarts = 0;
-    bool initializing = false, last_set = false, r_last_set = false, created_set;
-    int64_t last = 0, r_last = 0, created = 0;
-
-    if (jstr(status, "reason")[0]) {
-        reason = jstr(status, "reason");
-    }
-    cJSON_ArrayForEach(c, conds)
-    {
-        if (strcmp(jstr(c, "type"), "PodScheduled") == 0 &&
-            strcmp(jstr(c, "reason"), "SchedulingGated") == 0) {
-            reason = "SchedulingGated";
-        }
-    }
-    cJSON_ArrayForEach(c, init_specs)
-    {
-        if (strcmp(jstr(c, "restartPolicy"), "Always") == 0) {
-            total++;
-        }
-    }
-    cJSON_ArrayForEach(c, jobj(status, "initContainerStatuses"))
-    {
-        const cJSON *state = jobj(c, "state"), *term = jobj(state, "terminated");
-        const cJSON *wait = jobj(state, "waiting");
-        bool restartable = restartable_init(init_specs, jstr(c, "name"));
-        restarts += jint(c, "restartCount");
-        last_restart(c, &last_set, &last);
-        if (restartable) {
-            r_restarts += jint(c, "restartCount");
-            last_restart(c, &r_last_set, &r_last);
-        }
-        if (cJSON_IsObject(term) && jint(term, "exitCode") == 0) {
-            i++;
-            continue;
-        }
-        if (restartable && jtrue(c, "started")) {
-            ready_n += jtrue(c, "ready");
-            i++;
-            continue;
-        }
-        if (cJSON_IsObject(term)) {
-            if (!jstr(term, "reason")[0]) {
-                if (jint(term, "signal") != 0) {
-                    snprintf(reason_buf, sizeof(reason_buf), "Init:Signal:%lld",
-                             jint(term, "signal"));
-                } else {
-                    snprintf(reason_buf, sizeof(reason_buf), "Init:ExitCode:%lld",
-                             jint(term, "exitCode"));
-                }
-            } else {
-                snprintf(reason_buf, sizeof(reason_buf), "Init:%s", jstr(term, "reason"));
-            }
-        } else if (cJSON_IsObject(wait) && jstr(wait, "reason")[0] &&
-                   strcmp(jstr(wait, "reason"), "PodInitializing") != 0) {
-            snprintf(reason_buf, sizeof(reason_buf), "Init:%s", jstr(wait, "reason"));
-        } else {
-            snprintf(reason_buf, sizeof(reason_buf), "Init:%d/%d", i,
-                     cJSON_GetArraySize(init_specs));
-        }
-        reason = reason_buf;
-        initializing = true;
-        break;
-    }
-    if (!initializing || condition_true(conds, "Initialized")) {
-        const cJSON *statuses = jobj(status, "containerStatuses");
-        bool running = false;
-        restarts = r_restarts;
-        last_set = r_last_set;
-        last = r_last;
-        for (int k = cJSON_GetArraySize(statuses) - 1; k >= 0; k--) {
-            const cJSON *cs = cJSON_GetArrayItem(statuses, k);
-            const cJSON *state = jobj(cs, "state"), *term = jobj(state, "terminated");
-            const cJSON *wait = jobj(state, "waiting");
-            restarts += jint(cs, "restartCount");
-            last_restart(cs, &last_set, &last);
-            if (cJSON_IsObject(wait) && jstr(wait, "reason")[0]) {
-                reason = jstr(wait, "reason");
-            } else if (cJSON_IsObject(term) && jstr(term, "reason")[0]) {
-                reason = jstr(term, "reason");
-            } else if (cJSON_IsObject(term)) {
-                if (jint(term, "signal") != 0) {
-                    snprintf(reason_buf, sizeof(reason_buf), "Signal:%lld", jint(term, "signal"));
-                } else {
-                    snprintf(reason_buf, sizeof(reason_buf), "ExitCode:%lld",
-                             jint(term, "exitCode"));
-                }
-                reason = reason_buf;
-            } else if (jtrue(cs, "ready") && cJSON_IsObject(jobj(state, "running"))) {
-                running = true;
-                ready_n++;
-            }
-        }
-        if (strcmp(reason, "Completed") == 0 && running) {
-            reason = condition_true(conds, "Ready") ? "Running" : "NotReady";
-        }
-    }
-    if (jset(meta, "deletionTimestamp") && strcmp(jstr(status, "reason"), "NodeLost") == 0) {
-        reason = "Unknown";
-    } else if (jset(meta, "deletionTimestamp") && strcmp(phase, "Failed") != 0 &&
-               strcmp(phase, "Succeeded") != 0) {
-        reason = "Terminating";
-    }
-    if (restarts != 0 && last_set) {
-        since(true, last, now, ago, sizeof(ago));
-        snprintf(restarts_s, sizeof(restarts_s), "%lld (%s ago)", restarts, ago);
-    } else {
-        snprintf(restarts_s, sizeof(restarts_s), "%lld", restarts);
-    }
-    snprintf(ready, sizeof(ready), "%d/%d", ready_n, total);
-    created_set = jtime(jobj(meta, "creationTimestamp"), &created);
-    since(created_set, created, now, age, sizeof(age));
-    snprintf(gates, sizeof(gates), "<none>");
-    if (cJSON_GetArraySize(jobj(spec, "readinessGates")) > 0) {
-        int n_true = 0;
-        cJSON_ArrayForEach(c, jobj(spec, "readinessGates"))
-        {
-            const cJSON *pc;
-            cJSON_ArrayForEach(pc, conds)
-            {
-                if (strcmp(jstr(pc, "type"), jstr(c, "conditionType")) == 0) {
-                    n_true += strcmp(jstr(pc, "status"), "True") == 0;
-                    break;
-                }
-            }
-        }
-        snprintf(gates, sizeof(gates), "%d/%d", n_true,
-                 cJSON_GetArraySize(jobj(spec, "readinessGates")));
-    }
-    cells[0] = jstr(meta, "name");
-    cells[1] = ready;
-    cells[2] = reason;
-    cells[3] = restarts_s;
-    cells[4] = age;
-    /* v1 -> internal conversion: podIP wins over podIPs[0] (the column shows PodIPs[0]) */
-    cells[5] = jstr(status, "podIP")[0] ? jstr(status, "podIP")
-                                        : jstr(cJSON_GetArrayItem(jobj(status, "podIPs"), 0), "ip");
-    cells[6] = jstr(spec, "nodeName");
-    cells[7] = jstr(status, "nominatedNodeName");
-    cells[8] = gates;
-    sb_str(sb, "\"cells\":[");
-    for (int k = 0; k < 9; k++) {
-        const char *v = k >= 5 && k <= 7 && !cells[k][0] ? "<none>" : cells[k];
-        if (k > 0) {
-            sb_put(sb, ",", 1);
-        }
-        sb_quote(sb, v, strlen(v));
-    }
-    sb_put(sb, "]", 1);
-    if (strcmp(phase, "Succeeded") == 0) {
-        sb_str(sb, ",\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\",\"reason\":"
-                   "\"Succeeded\",\"message\":\"The pod has completed successfully.\"}]");
-    } else if (strcmp(phase, "Failed") == 0) {
-        sb_str(sb, ",\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\",\"reason\":"
-                   "\"Failed\",\"message\":\"The pod failed.\"}]");
-    }
-}
-
-/* rest.defaultTableConvertor: Name and metav1 Time.UTC().Format(time.RFC3339). */
-static void default_cells(const cJSON *obj, struct sbuf *sb)
-{
-    const cJSON *meta = jobj(obj, "metadata");
-    const char *name = jstr(meta, "name");
-    char ts[40] = "0001-01-01T00:00:00Z";
-    int64_t ns;
-
-    if (jtime(jobj(meta, "creationTimestamp"), &ns)) {
-        time_t secs = (time_t)(ns >= 0 ? ns / 1000000000LL : (ns - 999999999LL) / 1000000000LL);
-        struct tm tm;
-        if (gmtime_r(&secs, &tm)) {
-            strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        }
-    }
-    sb_str(sb, "\"cells\":[");
-    sb_quote(sb, name, strlen(name));
-    sb_put(sb, ",", 1);
-    sb_quote(sb, ts, strlen(ts));
-    sb_put(sb, "]", 1);
-}
-
-/* clang-format off */
-/* Column descriptions are the swagger docs kube-apiserver 1.3x embeds (printers.go); kubectl
- * does not print them. */
-#define DESC_NAME                                                                                  \
-    "Name must be unique within a namespace. Is required when creating resources, although "      \
-    "some resources may allow a client to request the generation of an appropriate name "         \
-    "automatically. Name is primarily intended for creation idempotence and configuration "       \
-    "definition. Cannot be updated. More info: "                                                  \
-    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
-#define DESC_CREATED                                                                               \
-    "CreationTimestamp is a timestamp representing the server time when this object was "         \
-    "created. It is not guaranteed to be set in happens-before order across separate "            \
-    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "    \
-    "UTC.\\n\\nPopulated by the system. Read-only. Null for lists. More info: "                   \
-    "https://git.k8s.io/community/contributors/devel/sig-architecture/"                           \
-    "api-conventions.md#metadata"
-#define COL(name, type, format, desc, prio)                                                        \
-    "{\"name\":\"" name "\",\"type\":\"" type "\",\"format\":\"" format "\",\"description\":\""    \
-    desc "\",\"priority\":" prio "}"
-
-static const char pod_columns[] =
-    "[" COL("Name", "string", "name", DESC_NAME, "0") ","
-    COL("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.",
-        "0") ","
-    COL("Status", "string", "", "The aggregate status of the containers in this pod.", "0") ","
-    COL("Restarts", "string", "",
-        "The number of times the containers in this pod have been restarted and when the last "
-        "container in this pod has restarted.", "0") ","
-    COL("Age", "string", "", DESC_CREATED, "0") ","
-    COL("IP", "string", "",
-        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not "
-        "yet allocated.", "1") ","
-    COL("Node", "string", "",
-        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
-        "candidate for scheduling by the scheduler defined in schedulerName. Once this field is "
-        "set, the kubelet for this node becomes responsible for the lifecycle of this pod. This "
-        "field should not be used to express a desire for the pod to be scheduled on a specific "
-        "node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
-        "1") ","
-    COL("Nominated Node", "string", "",
-        "nominatedNodeName is set only when this pod preempts other pods on the node, but it "
-        "cannot be scheduled right away as preemption victims receive their graceful termination "
-        "periods. This field does not guarantee that the pod will be scheduled on this node. "
-        "Scheduler may decide to place the pod elsewhere if other nodes become available sooner. "
-        "Scheduler may also decide to give the resources on this node to a higher priority pod "
-        "that is created after preemption. As a result, this field may be different than "
-        "PodSpec.nodeName when the pod is scheduled.", "1") ","
-    COL("Readiness Gates", "string", "",
-        "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready "
-        "when all its containers are ready AND all conditions specified in the readiness gates "
-        "have status equal to \\\"True\\\" More info: "
-        "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates", "1") "]";
-
-static const char default_columns[] =
-    "[" COL("Name", "string", "name", DESC_NAME, "0") ","
-    COL("Created At", "date", "", DESC_CREATED, "0") "]";
-
-/* clang-format on */
-
 static const char *table_columns(const struct neg *neg)
 {
-    return neg->table_default ? default_columns : pod_columns;
+    return printers_columns(neg->printer);
 }
 
 /*
@@ -1822,15 +1382,14 @@ static void pc_table_row(struct pieces *pc, const struct hreq *h, const struct o
                          int64_t now)
 {
     cJSON *obj = cJSON_ParseWithLength(ov->data, ov->len);
+    size_t len;
+    char *cells = printers_cells_new(h->neg.printer, obj, now, &len);
 
+    cJSON_Delete(obj);
     pc_begin(pc);
     sb_put(&pc->sb, "{", 1);
-    if (h->neg.table_default) {
-        default_cells(obj, &pc->sb);
-    } else {
-        pod_cells(obj, now, &pc->sb);
-    }
-    cJSON_Delete(obj);
+    sb_put(&pc->sb, cells, len);
+    free(cells);
     sb_str(&pc->sb, ",\"object\":");
     pc_end(pc);
     if (h->neg.incl == INCL_NONE) {
@@ -2866,14 +2425,12 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     int prc;
 
     /* get.go negotiates before it decodes any option. The proxy hands what it cannot encode
-     * (protobuf, YAML, a Table it has no printer for) to the upstream, which can. */
-    prc = neg_compute(req, ar, false, &neg);
-    if (prc != 0 && can_forward) {
+     * (protobuf, YAML, a Table for a kind it has no printer for, such as a custom resource
+     * whose CRD names additionalPrinterColumns) to the upstream, which can. */
+    prc = neg_compute(req, ar, &neg);
+    if (can_forward && (prc != 0 || (neg.as == NEG_AS_TABLE && neg.table_default))) {
         opts->forward(opts->app, req);
         return;
-    }
-    if (prc != 0) {
-        prc = neg_compute(req, ar, true, &neg);
     }
     if (prc != 0) {
         if (h) {

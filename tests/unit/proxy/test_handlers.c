@@ -2,11 +2,11 @@
  * test_handlers.c - the static helpers of proxy/handlers.c that content negotiation is built
  * from, tested directly (the h2o way: the .c is included): goautoneg's Accept parsing and
  * kube-apiserver's choice, the gzip token, Go's json.Indent as a streaming state machine,
- * the gzip content reader (inflated back), printPod's cells, HumanDuration, RFC 3339 times
- * and a custom resource's metadata re-ordered into metav1.ObjectMeta order.
+ * the gzip content reader (inflated back) and a custom resource's metadata re-ordered into
+ * metav1.ObjectMeta order (the printers' own tests are in test_printers.c).
  *
  * Expected bytes come from the Go sources named in each test (encoding/json indent.go,
- * apimachinery duration.go, pkg/printers/internalversion/printers.go, negotiate.go).
+ * negotiate.go).
  */
 #include "proxy/handlers.c"
 
@@ -129,10 +129,10 @@ struct neg_case {
     bool status_indent;
 };
 
-static void check_neg(const struct apires *ar, bool any_table, const struct neg_case *c)
+static void check_neg(const struct apires *ar, const struct neg_case *c)
 {
     struct neg n;
-    int rc = neg_accept(c->accept, false, ar, any_table, &n);
+    int rc = neg_accept(c->accept, false, ar, &n);
 
     cr_assert_eq(rc, c->rc, "Accept \"%s\": rc %d, expected %d", c->accept ? c->accept : "(none)",
                  rc, c->rc);
@@ -199,23 +199,36 @@ Test(handlers, accept_matrix_for_pods)
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        check_neg(&ar, false, &cases[i]);
+        check_neg(&ar, &cases[i]);
     }
 }
 
-Test(handlers, table_for_kinds_without_printer_only_when_nothing_else_fits)
+/* as=Table picks the kind's printer; a kind without one (a custom resource, a built-in kwp
+ * has no printer for) gets rest's default convertor, which the proxy forwards upstream
+ * (handlers_serve) and the simulator serves. */
+Test(handlers, table_negotiates_the_kinds_printer_or_the_default_convertor)
 {
-    struct apires ar = core_ar("configmaps");
-    struct neg_case kubectl = {KUBECTL_TABLE, 0, NEG_AS_NONE, false, false, false};
-    struct neg_case only = {
-        "application/json;as=Table;v=v1;g=meta.k8s.io", -ENOTSUP, NEG_AS_NONE, false, false, true};
+    struct apires cm = core_ar("configmaps"), cr, ds;
     struct neg n;
+    char *owned = NULL;
 
-    check_neg(&ar, false, &kubectl); /* plain JSON: kubectl prints NAME AGE */
-    check_neg(&ar, false, &only);    /* the proxy forwards this one */
-    cr_assert_eq(neg_accept(only.accept, false, &ar, true, &n), 0);
+    memset(&cr, 0, sizeof(cr));
+    cr_assert_eq(apires_parse_spec("example.com/v1/widgets", &cr.kind, &owned), 0);
+    ds = cr;
+    ds.kind.group = "apps";
+    ds.kind.plural = "daemonsets";
+    ds.kind.builtin = true;
+    cr_assert_eq(neg_accept(KUBECTL_TABLE, false, &cm, &n), 0);
     cr_assert_eq(n.as, NEG_AS_TABLE);
-    cr_assert(n.table_default, "rest's default convertor: Name, Created At");
+    cr_assert_not(n.table_default);
+    cr_assert_eq(n.printer, printers_find("", "configmaps"));
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(neg_accept(KUBECTL_TABLE, false, i ? &ds : &cr, &n), 0);
+        cr_assert_eq(n.as, NEG_AS_TABLE);
+        cr_assert(n.table_default, "rest's default convertor: Name, Created At");
+        cr_assert_eq(n.printer, printers_default());
+    }
+    free(owned);
 }
 
 Test(handlers, pretty_print_user_agents_and_status_indent)
@@ -223,9 +236,9 @@ Test(handlers, pretty_print_user_agents_and_status_indent)
     struct apires ar = core_ar("pods");
     struct neg n;
 
-    cr_assert_eq(neg_accept("application/json", true, &ar, false, &n), 0);
+    cr_assert_eq(neg_accept("application/json", true, &ar, &n), 0);
     cr_assert(n.pretty && n.status_indent);
-    cr_assert_eq(neg_accept(NULL, true, &ar, false, &n), 0);
+    cr_assert_eq(neg_accept(NULL, true, &ar, &n), 0);
     cr_assert(n.pretty && n.status_indent);
 }
 
@@ -330,178 +343,6 @@ Test(handlers, gzip_reader_round_trips_in_small_reads)
     }
     free(iov);
     sb_free(&plain);
-}
-
-/* ---- printers ------------------------------------------------------------------------------- */
-
-Test(handlers, human_duration_matches_apimachinery)
-{
-    static const struct {
-        int64_t s;
-        const char *out;
-    } cases[] = {
-        {-3, "<invalid>"},
-        {-1, "0s"},
-        {0, "0s"},
-        {119, "119s"},
-        {120, "2m"},
-        {121, "2m1s"},
-        {599, "9m59s"},
-        {600, "10m"},
-        {10799, "179m"},
-        {10800, "3h"},
-        {3 * 3600 + 60, "3h1m"},
-        {8 * 3600, "8h"},
-        {47 * 3600 + 3599, "47h"},
-        {48 * 3600, "2d"},
-        {49 * 3600, "2d1h"},
-        {8 * 86400, "8d"},
-        {730 * 86400, "2y"},
-        {731 * 86400, "2y1d"},
-        {8 * 365 * 86400, "8y"},
-    };
-    char out[32];
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        human_duration(cases[i].s * 1000000000LL, out, sizeof(out));
-        cr_assert_str_eq(out, cases[i].out, "%lld s", (long long)cases[i].s);
-    }
-    human_duration(-1500000000LL, out, sizeof(out)); /* int(-1.5) = -1 */
-    cr_assert_str_eq(out, "0s");
-}
-
-Test(handlers, rfc3339_parses_zones_and_fractions)
-{
-    int64_t t;
-
-    cr_assert(parse_rfc3339("1970-01-01T00:00:00Z", &t));
-    cr_assert_eq(t, 0);
-    cr_assert(parse_rfc3339("2024-02-29T12:34:56Z", &t));
-    cr_assert_eq(t, 1709210096LL * 1000000000LL);
-    cr_assert(parse_rfc3339("2024-02-29T14:34:56.5+02:00", &t));
-    cr_assert_eq(t, 1709210096LL * 1000000000LL + 500000000LL);
-    cr_assert_not(parse_rfc3339("2024-02-29 12:34:56Z", &t));
-    cr_assert_not(parse_rfc3339("2024-02-29T12:34:56", &t));
-}
-
-/* printPod's cells for one pod JSON, now = 2024-01-01T01:00:00Z. Cells are Go-encoded:
- * "<none>" is "\u003cnone\u003e" on the wire, as kube-apiserver sends it. */
-static char *cells_of(const char *json)
-{
-    cJSON *pod = cJSON_Parse(json);
-    struct sbuf sb = {0};
-    int64_t now;
-
-    cr_assert_not_null(pod, "bad test JSON: %s", json);
-    cr_assert(parse_rfc3339("2024-01-01T01:00:00Z", &now));
-    pod_cells(pod, now, &sb);
-    cJSON_Delete(pod);
-    return sb.p;
-}
-
-#define META(extra)                                                                                \
-    "\"metadata\":{\"name\":\"p\",\"creationTimestamp\":\"2024-01-01T00:00:00Z\"" extra "}"
-
-Test(handlers, pod_cells_follow_print_pod)
-{
-    static const struct {
-        const char *pod;
-        const char *cells;
-    } cases[] = {
-        {"{" META(
-             "") ",\"spec\":{\"containers\":[{},{}],\"nodeName\":\"n1\"},\"status\":{\"phase\":"
-                 "\"Running\",\"podIP\":\"10.0.0.1\",\"containerStatuses\":[{\"ready\":true,"
-                 "\"restartCount\":"
-                 "0,\"state\":{\"running\":{}}},{\"ready\":false,\"restartCount\":2,\"state\":{"
-                 "\"waiting\":"
-                 "{\"reason\":\"CrashLoopBackOff\"}},\"lastState\":{\"terminated\":{\"finishedAt\":"
-                 "\"2024-01-01T00:55:00Z\"}}}]}}",
-         "\"cells\":[\"p\",\"1/2\",\"CrashLoopBackOff\",\"2 (5m ago)\",\"60m\",\"10.0.0.1\",\"n1\","
-         "\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\"]"},
-        {"{" META("") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Pending\"}}",
-         "\"cells\":[\"p\",\"0/"
-         "1\",\"Pending\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\"]"},
-        {"{" META(
-             "") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Succeeded\","
-                 "\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":0,\"reason\":"
-                 "\"Completed\"}}}]}}",
-         "\"cells\":[\"p\",\"0/"
-         "1\",\"Completed\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\"],\"conditions\":[{\"type\":\"Completed\",\"status\":\"True\","
-         "\"reason\":"
-         "\"Succeeded\",\"message\":\"The pod has completed successfully.\"}]"},
-        {"{" META(
-             ",\"deletionTimestamp\":\"2024-01-01T00:59:00Z\"") ",\"spec\":{\"containers\":"
-                                                                "[{}]},\"status\":{\"phase\":"
-                                                                "\"Running\",\"containerStatuses\":"
-                                                                "[{\"ready\":true,\"state\":"
-                                                                "{\"running\":{}}}]}}",
-         "\"cells\":[\"p\",\"1/"
-         "1\",\"Terminating\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\"]"},
-        {"{" META("") ",\"spec\":{\"initContainers\":[{\"name\":\"i1\"},{\"name\":\"i2\"}],"
-                      "\"containers\":[{}]},\"status\":{\"phase\":\"Pending\","
-                      "\"initContainerStatuses\":[{"
-                      "\"name\":\"i1\",\"state\":{\"terminated\":{\"exitCode\":0}}},{\"name\":"
-                      "\"i2\",\"state\":"
-                      "{\"running\":{}}}]}}",
-         "\"cells\":[\"p\",\"0/1\",\"Init:1/"
-         "2\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\"]"},
-        {"{" META("") ",\"spec\":{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":"
-                      "\"Always\"}],\"containers\":[{}],\"readinessGates\":[{\"conditionType\":"
-                      "\"g1\"}]},"
-                      "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Initialized\","
-                      "\"status\":"
-                      "\"True\"},{\"type\":\"g1\",\"status\":\"True\"}],\"initContainerStatuses\":["
-                      "{\"name\":"
-                      "\"side\",\"started\":true,\"ready\":true,\"restartCount\":1,\"state\":{"
-                      "\"running\":{}}}],"
-                      "\"containerStatuses\":[{\"ready\":true,\"state\":{\"running\":{}}}],"
-                      "\"podIPs\":[{\"ip\":"
-                      "\"fd00::1\"}],\"nominatedNodeName\":\"n9\"}}",
-         "\"cells\":[\"p\",\"2/"
-         "2\",\"Running\",\"1\",\"60m\",\"fd00::1\",\"\\u003cnone\\u003e\",\"n9\","
-         "\"1/1\"]"},
-        {"{" META("") ",\"spec\":{\"containers\":[{}]},\"status\":{\"phase\":\"Pending\","
-                      "\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":"
-                      "\"SchedulingGated\"}]}}",
-         "\"cells\":[\"p\",\"0/"
-         "1\",\"SchedulingGated\",\"0\",\"60m\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\"]"},
-        {"{\"metadata\":{\"resourceVersion\":\"7\"},\"spec\":{\"containers\":null},\"status\":{}}",
-         "\"cells\":[\"\",\"0/"
-         "0\",\"\",\"0\",\"\\u003cunknown\\u003e\",\"\\u003cnone\\u003e\",\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\","
-         "\"\\u003cnone\\u003e\"]"},
-    };
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *got = cells_of(cases[i].pod);
-        cr_assert_str_eq(got, cases[i].cells, "case %zu: got %s", i, got);
-        free(got);
-    }
-}
-
-Test(handlers, default_cells_are_name_and_utc_creation_time)
-{
-    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"cm\",\"creationTimestamp\":"
-                           "\"2024-05-06T09:08:07+02:00\"}}");
-    struct sbuf sb = {0};
-
-    default_cells(o, &sb);
-    cr_assert_str_eq(sb.p, "\"cells\":[\"cm\",\"2024-05-06T07:08:07Z\"]");
-    cJSON_Delete(o);
-    sb_free(&sb);
-    o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}");
-    default_cells(o, &sb);
-    cr_assert_str_eq(sb.p, "\"cells\":[\"x\",\"0001-01-01T00:00:00Z\"]");
-    cJSON_Delete(o);
-    sb_free(&sb);
 }
 
 /* ---- PartialObjectMetadata --------------------------------------------------------------- */
