@@ -67,13 +67,24 @@ static void kwp_spawn(struct kwp *k, const char *const *args)
     cr_assert_not_null(k->p, "could not start kwp %s", args[0]);
 }
 
-/* kwp sim with <objects> seeded pods in 2 namespaces, no churn. */
+/* kwp sim with <objects> seeded pods in 2 namespaces, no churn, plus <extra> arguments
+ * (NULL-terminated, may be NULL). */
+static void sim_up_with(struct kwp *k, const char *objects, const char *const *extra)
+{
+    const char *args[32] = {"sim", "--listen", "127.0.0.1:0", "--objects", objects, "--namespaces",
+                            "2",   "--seed",   "7",           "--churn",   "0"};
+    size_t n = 11;
+
+    for (size_t i = 0; extra && extra[i] && n < 31; i++) {
+        args[n++] = extra[i];
+    }
+    args[n] = NULL;
+    kwp_spawn(k, args);
+}
+
 static void sim_up(struct kwp *k, const char *objects)
 {
-    const char *args[] = {"sim", "--listen", "127.0.0.1:0", "--objects", objects, "--namespaces",
-                          "2",   "--seed",   "7",           "--churn",   "0",     NULL};
-
-    kwp_spawn(k, args);
+    sim_up_with(k, objects, NULL);
 }
 
 static void kwp_down(struct kwp *k, const char *what)
@@ -469,10 +480,9 @@ static const cJSON *jpath(const cJSON *o, const char *a, const char *b)
     return b ? cJSON_GetObjectItem(o, b) : o;
 }
 
-Test(negotiation, tables_for_pods_and_default_for_others, .timeout = NEG_TEST_TIMEOUT_S)
+Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
 {
     const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
-    const char *table_only[] = {"Accept: application/json;as=Table;v=v1;g=meta.k8s.io", NULL};
     struct kwp sim;
     struct http_resp r, plain;
     cJSON *j, *cols, *rows, *row;
@@ -567,24 +577,54 @@ Test(negotiation, tables_for_pods_and_default_for_others, .timeout = NEG_TEST_TI
                "includeObject=x");
     http_resp_free(&r);
 
-    /* configmaps: kubectl's Accept gets plain JSON (kubectl prints NAME AGE); Table only gets
-     * rest's default convertor (Name, Created At) */
+    /* configmaps have their printer: NAME DATA AGE, DATA an int64 cell */
     send_json(sim.url, "POST", "/api/v1/namespaces/default/configmaps",
-              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"}}");
+              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"},"
+              "\"data\":{\"a\":\"1\"}}");
     fetch(sim.url, "/api/v1/namespaces/default/configmaps?resourceVersion=0", kubectl, &r);
-    cr_assert(starts_with(r.body, "{\"kind\":\"ConfigMapList\""), "%.100s", r.body);
+    j = cJSON_ParseWithLength(r.body, r.body_len);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "kind")->valuestring, "Table", "%.100s", r.body);
+    cols = cJSON_GetObjectItem(j, "columnDefinitions");
+    cr_assert_eq(cJSON_GetArraySize(cols), 3);
+    cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "name", NULL)->valuestring, "Data");
+    row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0);
+    cr_assert_str_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 0)->valuestring, "cm1");
+    cr_assert_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 1)->valueint, 1);
+    cJSON_Delete(j);
     http_resp_free(&r);
-    fetch(sim.url, "/api/v1/namespaces/default/configmaps?resourceVersion=0", table_only, &r);
+    fetch(sim.url, "/api/v1/namespaces/empty/configmaps?resourceVersion=0", kubectl, &r);
+    cr_assert_not_null(strstr(r.body, "}],\"rows\":[]}\n"), "printers make an empty slice: %s",
+                       r.body);
+    http_resp_free(&r);
+    kwp_down(&sim, "kwp sim");
+}
+
+/* A custom resource has no printer: the simulator answers rest's default convertor (Name,
+ * Created At), as it answers any kind it cannot print. */
+Test(negotiation, default_table_for_custom_resources, .timeout = NEG_TEST_TIMEOUT_S)
+{
+    const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
+    const char *extra[] = {"--resource", "example.com/v1/widgets", NULL};
+    struct kwp sim;
+    struct http_resp r;
+    cJSON *j, *cols, *row;
+
+    sim_up_with(&sim, "0", extra);
+    send_json(sim.url, "POST", "/apis/example.com/v1/namespaces/default/widgets",
+              "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
+              "\"w1\"}}");
+    fetch(sim.url, "/apis/example.com/v1/namespaces/default/widgets?resourceVersion=0", kubectl,
+          &r);
     j = cJSON_ParseWithLength(r.body, r.body_len);
     cols = cJSON_GetObjectItem(j, "columnDefinitions");
-    cr_assert_eq(cJSON_GetArraySize(cols), 2);
+    cr_assert_eq(cJSON_GetArraySize(cols), 2, "%.300s", r.body);
     cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "name", NULL)->valuestring, "Created At");
     cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "type", NULL)->valuestring, "date");
     row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0);
-    cr_assert_str_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 0)->valuestring, "cm1");
+    cr_assert_str_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 0)->valuestring, "w1");
     cJSON_Delete(j);
     http_resp_free(&r);
-    fetch(sim.url, "/api/v1/namespaces/empty/configmaps?resourceVersion=0", table_only, &r);
+    fetch(sim.url, "/apis/example.com/v1/namespaces/empty/widgets?resourceVersion=0", kubectl, &r);
     cr_assert_not_null(strstr(r.body, "],\"rows\":null}\n"), "%s", r.body);
     http_resp_free(&r);
     kwp_down(&sim, "kwp sim");
@@ -939,10 +979,331 @@ Test(negotiation, proxy_serves_transforms_from_its_cache, .timeout = NEG_TEST_TI
     http_resp_free(&b);
     fetch(px.url, "/api/v1/namespaces/default/configmaps?resourceVersion=0", table_only, &b);
     expect_code(&b, 200);
-    cr_assert_not_null(strstr(b.body, "\"name\":\"Created At\""), "%.300s", b.body);
+    cr_assert_not_null(strstr(b.body, "\"columnDefinitions\":[{\"name\":\"Name\""), "%.300s",
+                       b.body);
+    cr_assert_not_null(strstr(b.body, "{\"name\":\"Data\",\"type\":\"string\""), "%.300s", b.body);
     http_resp_free(&b);
 
     free(rv);
+    kwp_down(&px, "kwp proxy");
+    kwp_down(&sim, "kwp sim");
+}
+
+/* ---- a printer per built-in kind, and what the proxy forwards ------------------------------ */
+
+/* A counter of resource <q> ("configmaps", "jobs.batch") in the simulator's /_sim/stats. */
+static long sim_stat(const char *sim_url, const char *q, const char *counter)
+{
+    struct http_resp r;
+    cJSON *j;
+    const cJSON *v;
+    long out;
+
+    fetch(sim_url, "/_sim/stats", NULL, &r);
+    j = cJSON_ParseWithLength(r.body, r.body_len);
+    v = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "resources"), q), counter);
+    cr_assert(cJSON_IsNumber(v), "no %s.%s in /_sim/stats: %.300s", q, counter, r.body);
+    out = (long)v->valuedouble;
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    return out;
+}
+
+static void wait_ready(const char *url)
+{
+    uint64_t end = http_now_ms() + NEG_READY_MS;
+
+    while (!ready(url) && http_now_ms() < end) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert(ready(url), "proxy not ready");
+}
+
+/* One object per kind, the columns kubectl prints for it, and the row printers.go makes
+ * (null: an age, which moves with the clock; any non-empty string is accepted). */
+static const struct kind_case {
+    const char *q;          /* /_sim/stats name */
+    const char *collection; /* the collection path */
+    const char *name;
+    const char *body;
+    const char *columns;
+    const char *cells;
+} kinds[] = {
+    {"configmaps", "/api/v1/namespaces/default/configmaps", "cm1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"},\"data\":{"
+     "\"a\":\"1\",\"b\":\"2\"}}",
+     "Name,Data,Age", "[\"cm1\",2,null]"},
+    {"secrets", "/api/v1/namespaces/default/secrets", "s1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"s1\"},\"type\":"
+     "\"kubernetes.io/basic-auth\",\"data\":{\"username\":\"dQ==\"}}",
+     "Name,Type,Data,Age", "[\"s1\",\"kubernetes.io/basic-auth\",1,null]"},
+    {"services", "/api/v1/namespaces/default/services", "svc1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"svc1\"},\"spec\":{"
+     "\"type\":\"NodePort\",\"clusterIP\":\"10.96.0.10\",\"clusterIPs\":[\"10.96.0.10\"],"
+     "\"ports\":[{\"port\":80,\"nodePort\":30080,\"protocol\":\"TCP\"}],\"selector\":{"
+     "\"app\":\"web\"}}}",
+     "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector",
+     "[\"svc1\",\"NodePort\",\"10.96.0.10\",\"<none>\",\"80:30080/TCP\",null,\"app=web\"]"},
+    {"namespaces", "/api/v1/namespaces", "ns1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"ns1\"}}",
+     "Name,Status,Age", "[\"ns1\",\"Active\",null]"},
+    {"nodes", "/api/v1/nodes", "n1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"labels\":{"
+     "\"node-role.kubernetes.io/control-plane\":\"\"}},\"status\":{\"conditions\":[{\"type\":"
+     "\"Ready\",\"status\":\"True\"}],\"addresses\":[{\"type\":\"InternalIP\",\"address\":"
+     "\"10.0.0.5\"}],\"nodeInfo\":{\"kubeletVersion\":\"v1.34.0\",\"osImage\":\"Debian GNU/Linux "
+     "12 (bookworm)\",\"kernelVersion\":\"6.1.0-18-amd64\",\"containerRuntimeVersion\":"
+     "\"containerd://1.7.13\"}}}",
+     "Name,Status,Roles,Age,Version,Internal-IP,External-IP,OS-Image,Kernel-Version,"
+     "Container-Runtime",
+     "[\"n1\",\"Ready\",\"control-plane\",null,\"v1.34.0\",\"10.0.0.5\",\"<none>\","
+     "\"Debian GNU/Linux 12 (bookworm)\",\"6.1.0-18-amd64\",\"containerd://1.7.13\"]"},
+    {"events", "/api/v1/namespaces/default/events", "ev1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":\"ev1\"},"
+     "\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p1\",\"fieldPath\":\"spec.containers{c}\"},"
+     "\"reason\":\"Started\",\"message\":\"hello\\n\",\"type\":\"Normal\",\"source\":{"
+     "\"component\":\"kubelet\",\"host\":\"n1\"},\"count\":3,\"firstTimestamp\":"
+     "\"2024-01-01T00:00:00Z\",\"lastTimestamp\":\"2024-01-02T00:00:00Z\"}",
+     "Last Seen,Type,Reason,Object,Subobject,Source,Message,First Seen,Count,Name",
+     "[null,\"Normal\",\"Started\",\"pod/p1\",\"spec.containers{c}\",\"kubelet, n1\","
+     "\"hello\",null,3,\"ev1\"]"},
+    {"serviceaccounts", "/api/v1/namespaces/default/serviceaccounts", "sa1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":{\"name\":\"sa1\"},"
+     "\"secrets\":[{\"name\":\"tok\"}]}",
+     "Name,Secrets,Age", "[\"sa1\",1,null]"},
+    {"replicationcontrollers", "/api/v1/namespaces/default/replicationcontrollers", "rc1",
+     "{\"apiVersion\":\"v1\",\"kind\":\"ReplicationController\",\"metadata\":{\"name\":"
+     "\"rc1\"},\"spec\":{\"replicas\":2,\"selector\":{\"app\":\"a\"},\"template\":{"
+     "\"metadata\":{\"labels\":{\"app\":\"a\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+     "\"image\":\"nginx\"}]}}}}",
+     "Name,Desired,Current,Ready,Age,Containers,Images,Selector",
+     "[\"rc1\",2,0,0,null,\"c\",\"nginx\",\"app=a\"]"},
+    {"jobs.batch", "/apis/batch/v1/namespaces/default/jobs", "job1",
+     "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"job1\"},\"spec\":"
+     "{\"completions\":2,\"parallelism\":1,\"selector\":{\"matchLabels\":{\"job\":\"j1\"}},"
+     "\"template\":{\"metadata\":{\"labels\":{\"job\":\"j1\"}},\"spec\":{\"restartPolicy\":"
+     "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}},\"status\":{"
+     "\"succeeded\":1,\"startTime\":\"2024-01-01T00:00:00Z\",\"completionTime\":"
+     "\"2024-01-01T00:01:30Z\",\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}",
+     "Name,Status,Completions,Duration,Age,Containers,Images,Selector",
+     "[\"job1\",\"Complete\",\"1/2\",\"90s\",null,\"c\",\"busybox\",\"job=j1\"]"},
+    {"certificatesigningrequests.certificates.k8s.io",
+     "/apis/certificates.k8s.io/v1/certificatesigningrequests", "csr1",
+     "{\"apiVersion\":\"certificates.k8s.io/v1\",\"kind\":\"CertificateSigningRequest\","
+     "\"metadata\":{\"name\":\"csr1\"},\"spec\":{\"request\":\"AAAA\",\"signerName\":"
+     "\"example.com/s\",\"usages\":[\"client auth\"],\"username\":\"alice\","
+     "\"expirationSeconds\":3600}}",
+     "Name,Age,SignerName,Requestor,RequestedDuration,Condition",
+     "[\"csr1\",null,\"example.com/s\",\"alice\",\"60m\",\"Pending\"]"},
+    {"deployments.apps", "/apis/apps/v1/namespaces/default/deployments", "d1",
+     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d1\"},"
+     "\"spec\":{\"replicas\":3,\"selector\":{\"matchLabels\":{\"app\":\"d\"}},\"template\":{"
+     "\"metadata\":{\"labels\":{\"app\":\"d\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+     "\"image\":\"nginx\"},{\"name\":\"side\",\"image\":\"busybox\"}]}}},\"status\":{"
+     "\"readyReplicas\":2,\"updatedReplicas\":3,\"availableReplicas\":2}}",
+     "Name,Ready,Up-to-date,Available,Age,Containers,Images,Selector",
+     "[\"d1\",\"2/3\",3,2,null,\"c,side\",\"nginx,busybox\",\"app=d\"]"},
+    {"replicasets.apps", "/apis/apps/v1/namespaces/default/replicasets", "rs1",
+     "{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"metadata\":{\"name\":\"rs1\"},"
+     "\"spec\":{\"replicas\":2,\"selector\":{\"matchLabels\":{\"app\":\"r\"},"
+     "\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"b\",\"a\"]}]},"
+     "\"template\":{\"metadata\":{\"labels\":{\"app\":\"r\",\"tier\":\"a\"}},\"spec\":{"
+     "\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}},\"status\":{\"replicas\":2,"
+     "\"readyReplicas\":1}}",
+     "Name,Desired,Current,Ready,Age,Containers,Images,Selector",
+     "[\"rs1\",2,2,1,null,\"c\",\"nginx\",\"app=r,tier in (a,b)\"]"},
+};
+
+/* Asserts that a one-object Table (GET <collection>/<name>) has k's columns and row. */
+static void expect_kind_table(const char *base, const struct kind_case *k, const char *what)
+{
+    const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
+    struct http_resp r;
+    char path[512], names[512] = "";
+    cJSON *j, *want = cJSON_Parse(k->cells);
+    const cJSON *c, *cells;
+    size_t len = 0;
+    int i = 0;
+
+    snprintf(path, sizeof(path), "%s/%s?resourceVersion=0", k->collection, k->name);
+    fetch(base, path, kubectl, &r);
+    expect_code(&r, 200);
+    j = cJSON_ParseWithLength(r.body, r.body_len);
+    cr_assert_str_eq(cJSON_GetObjectItem(j, "kind")->valuestring, "Table", "%s %s", what, path);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "columnDefinitions"))
+    {
+        len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i++ ? "," : "",
+                                cJSON_GetObjectItem(c, "name")->valuestring);
+        cr_assert_lt(len, sizeof(names));
+    }
+    cr_assert_str_eq(names, k->columns, "%s %s", what, path);
+    cells = jpath(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0), "cells", NULL);
+    cr_assert_eq(cJSON_GetArraySize(cells), cJSON_GetArraySize(want), "%s %s: %.600s", what, path,
+                 r.body);
+    for (i = 0; i < cJSON_GetArraySize(want); i++) {
+        const cJSON *w = cJSON_GetArrayItem(want, i), *g = cJSON_GetArrayItem(cells, i);
+        if (cJSON_IsNull(w)) {
+            cr_assert(cJSON_IsString(g) && g->valuestring[0], "%s %s cell %d: %.600s", what, path,
+                      i, r.body);
+        } else {
+            cr_assert(cJSON_Compare(w, g, true), "%s %s cell %d: %.600s", what, path, i, r.body);
+        }
+    }
+    cJSON_Delete(want);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+}
+
+/* Every built-in kind kwp knows gets kube-apiserver's printer, from the simulator and from
+ * the proxy's cache (the simulator serves no GET for them meanwhile); a watch carries
+ * column definitions on its first event only. */
+Test(negotiation, printers_for_every_builtin_kind, .timeout = NEG_TEST_TIMEOUT_S)
+{
+    const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
+    const char *extra[] = {"--resource", "batch/v1/jobs",
+                           "--resource", "certificates.k8s.io/v1/certificatesigningrequests",
+                           "--resource", "v1/replicationcontrollers",
+                           NULL};
+    const size_t n = sizeof(kinds) / sizeof(kinds[0]);
+    long gets[sizeof(kinds) / sizeof(kinds[0])];
+    struct kwp sim, px;
+    struct http_resp r;
+
+    sim_up_with(&sim, "0", extra);
+    for (size_t i = 0; i < n; i++) {
+        send_json(sim.url, "POST", kinds[i].collection, kinds[i].body);
+        expect_kind_table(sim.url, &kinds[i], "kwp sim");
+    }
+    {
+        const char *args[] = {"proxy",
+                              "--listen",
+                              "127.0.0.1:0",
+                              "--upstream",
+                              sim.url,
+                              "--cache-events",
+                              "--resources",
+                              "configmaps,secrets,services,namespaces,nodes,events,serviceaccounts,"
+                              "replicationcontrollers,batch/v1/jobs,"
+                              "certificates.k8s.io/v1/certificatesigningrequests,"
+                              "apps/v1/deployments,apps/v1/replicasets",
+                              NULL};
+        kwp_spawn(&px, args);
+    }
+    wait_ready(px.url);
+    for (size_t i = 0; i < n; i++) {
+        gets[i] = sim_stat(sim.url, kinds[i].q, "gets");
+    }
+    for (size_t i = 0; i < n; i++) {
+        expect_kind_table(px.url, &kinds[i], "kwp proxy");
+    }
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(sim_stat(sim.url, kinds[i].q, "gets"), gets[i],
+                     "the proxy forwarded the %s GET", kinds[i].q);
+    }
+
+    /* a Table watch of deployments from the proxy: 8 columns, then null */
+    send_json(sim.url, "POST", "/apis/apps/v1/namespaces/default/deployments",
+              "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
+              "\"d2\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"d\"}}}}");
+    for (int tries = 0; tries < 50; tries++) {
+        bool both;
+        fetch(px.url,
+              "/apis/apps/v1/namespaces/default/deployments?watch=true&resourceVersion=0&"
+              "timeoutSeconds=1",
+              kubectl, &r);
+        expect_code(&r, 200);
+        both = strstr(r.body, "\"cells\":[\"d2\",\"0/1\",0,0,") != NULL;
+        if (both) {
+            char *save = NULL, *line = strtok_r(r.body, "\n", &save);
+            for (int k = 0; line; line = strtok_r(NULL, "\n", &save), k++) {
+                cJSON *ev = cJSON_Parse(line);
+                const cJSON *cd =
+                    jpath(cJSON_GetObjectItem(ev, "object"), "columnDefinitions", NULL);
+                if (k == 0) {
+                    cr_assert_eq(cJSON_GetArraySize(cd), 8, "%s", line);
+                } else {
+                    cr_assert(cJSON_IsNull(cd), "%s", line);
+                }
+                cJSON_Delete(ev);
+            }
+        }
+        http_resp_free(&r);
+        if (both) {
+            break;
+        }
+        cr_assert(tries < 49, "the proxy's watch never showed d2");
+    }
+    kwp_down(&px, "kwp proxy");
+    kwp_down(&sim, "kwp sim");
+}
+
+/* A Table for a kind the proxy has no printer for (a custom resource: its columns come from
+ * the CRD) goes upstream for LIST, GET and WATCH, and the upstream's answer is relayed;
+ * plain JSON for the same resource is still served from the cache. */
+Test(negotiation, proxy_forwards_tables_it_cannot_print, .timeout = NEG_TEST_TIMEOUT_S)
+{
+    const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
+    const char *json[] = {"Accept: application/json", NULL};
+    const char *extra[] = {"--resource", "example.com/v1/widgets", NULL};
+    const char *coll = "/apis/example.com/v1/namespaces/default/widgets";
+    const char *q = "widgets.example.com";
+    struct kwp sim, px;
+    struct http_resp a, b;
+    char path[256];
+    long lists, gets, watches;
+
+    sim_up_with(&sim, "0", extra);
+    send_json(sim.url, "POST", coll,
+              "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
+              "\"w1\"}}");
+    {
+        const char *args[] = {"proxy",
+                              "--listen",
+                              "127.0.0.1:0",
+                              "--upstream",
+                              sim.url,
+                              "--resources",
+                              "example.com/v1/widgets",
+                              NULL};
+        kwp_spawn(&px, args);
+    }
+    wait_ready(px.url);
+    lists = sim_stat(sim.url, q, "lists");
+    gets = sim_stat(sim.url, q, "gets");
+    watches = sim_stat(sim.url, q, "watches");
+
+    snprintf(path, sizeof(path), "%s?resourceVersion=0", coll);
+    fetch(px.url, path, json, &b);
+    expect_code(&b, 200);
+    cr_assert(starts_with(b.body, "{\"kind\":\"WidgetList\""), "%.200s", b.body);
+    http_resp_free(&b);
+    cr_assert_eq(sim_stat(sim.url, q, "lists"), lists, "plain JSON is served from the cache");
+
+    fetch(sim.url, path, kubectl, &a);
+    fetch(px.url, path, kubectl, &b);
+    expect_code(&b, 200);
+    expect_bytes(b.body, b.body_len, a.body, a.body_len, "forwarded Table LIST");
+    http_resp_free(&a);
+    http_resp_free(&b);
+    cr_assert_eq(sim_stat(sim.url, q, "lists"), lists + 2, "the Table LIST went upstream");
+
+    snprintf(path, sizeof(path), "%s/w1?resourceVersion=0", coll);
+    fetch(px.url, path, kubectl, &b);
+    expect_code(&b, 200);
+    cr_assert(starts_with(b.body, "{\"kind\":\"Table\""), "%.200s", b.body);
+    http_resp_free(&b);
+    cr_assert_eq(sim_stat(sim.url, q, "gets"), gets + 1, "the Table GET went upstream");
+
+    snprintf(path, sizeof(path), "%s?watch=true&resourceVersion=0&timeoutSeconds=1", coll);
+    fetch(px.url, path, kubectl, &b);
+    expect_code(&b, 200);
+    cr_assert(starts_with(b.body, "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Table\""), "%.200s",
+              b.body);
+    cr_assert_not_null(strstr(b.body, "\"cells\":[\"w1\","), "%.300s", b.body);
+    http_resp_free(&b);
+    cr_assert_eq(sim_stat(sim.url, q, "watches"), watches + 1, "the Table WATCH went upstream");
+
     kwp_down(&px, "kwp proxy");
     kwp_down(&sim, "kwp sim");
 }
