@@ -70,7 +70,7 @@ enum neg_incl { INCL_METADATA = 0, INCL_NONE, INCL_OBJECT, INCL_INVALID };
 struct neg {
     enum neg_as as;
     bool v1beta1;       /* the transform's version is meta.k8s.io/v1beta1 (else v1) */
-    bool table_default; /* Table by rest's default convertor (Name, Created At): no printer */
+    bool table_default; /* Table without a kube printer kwp knows (the proxy forwards it) */
     bool pretty;        /* success bodies indented (never watches) */
     bool status_indent; /* Status bodies indented: pretty, or WriteRawJSON when no plain JSON
                            clause is acceptable for an error */
@@ -849,7 +849,9 @@ static bool neg_clause(const struct accept_clause *c, bool status, const struct 
         out->printer = table_printer(ar);
         out->table_default = out->printer == NULL;
         if (out->table_default) {
-            out->printer = printers_default();
+            /* built-ins: rest's default convertor; custom resources: the CRD convertor's
+             * defaulted columns (what a CRD without additionalPrinterColumns prints) */
+            out->printer = ar->kind.builtin ? printers_default() : printers_custom();
         }
         return true;
     }
@@ -1699,15 +1701,16 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
         snprintf(meta, sizeof(meta), "{\"resourceVersion\":\"%s\"}", rvbuf);
     }
     if (h->neg.as == NEG_AS_TABLE) {
-        /* printPodList makes an empty slice ("rows":[]); the default convertor appends to a
-         * nil one ("rows":null) */
+        /* printers and the CRD convertor (metatable.MetaToTableRow) make an empty slice
+         * ("rows":[]); rest's default convertor appends to a nil one ("rows":null) */
         sb_printf(&head,
                   "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":%s,"
                   "\"columnDefinitions\":",
                   meta_gv(&h->neg), meta);
         sb_str(&head, table_columns(&h->neg));
-        sb_str(&head, matched == 0 && h->neg.table_default ? ",\"rows\":null" : ",\"rows\":[");
-        tail = matched == 0 && h->neg.table_default ? "}\n" : tail;
+        bool nil_rows = matched == 0 && h->neg.printer == printers_default();
+        sb_str(&head, nil_rows ? ",\"rows\":null" : ",\"rows\":[");
+        tail = nil_rows ? "}\n" : tail;
     } else if (h->neg.as == NEG_AS_POML) {
         /* asPartialObjectMetadataList appends to a nil slice: "items":null when empty */
         sb_printf(&head,

@@ -1283,6 +1283,31 @@ static void print_default(struct row *r, const cJSON *obj, struct ktime now)
     cell_str(r, ts);
 }
 
+/*
+ * apiextensions' tableconvertor with a CRD's default columns (serveDefaultColumnsIfEmpty:
+ * Age, type date, JSONPath .metadata.creationTimestamp). cellForJSONValue: a missing or
+ * non-string value is nil, "" is the zero time ("<unknown>"), an unparsable one "<invalid>".
+ */
+static void print_custom(struct row *r, const cJSON *obj, struct ktime now)
+{
+    const cJSON *v = jobj(meta_of(obj), "creationTimestamp");
+    struct ktime t = {0, 0, false};
+    char age[32];
+
+    cell_name(r, obj);
+    if (!cJSON_IsString(v)) {
+        cell_sep(r);
+        pb_str(&r->b, "null");
+        return;
+    }
+    if (v->valuestring[0] && !parse_rfc3339(v->valuestring, &t)) {
+        cell_str(r, "<invalid>");
+        return;
+    }
+    since(t, now, age, sizeof(age));
+    cell_str(r, age);
+}
+
 /* ---- column definitions ------------------------------------------------------------------ */
 
 struct col {
@@ -1633,6 +1658,11 @@ static const struct col default_cols[] = {
     COL_NAME,
     {"Created At", "date", "", DESC_CREATED, 0},
 };
+
+static const struct col custom_cols[] = {
+    COL_NAME,
+    {"Age", "date", "", DESC_CREATED, 0},
+};
 /* clang-format on */
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -1670,6 +1700,7 @@ static struct printer printers[] = {
 };
 
 static struct printer default_printer = PRINTER("", "", default_cols, print_default);
+static struct printer custom_printer = PRINTER("", "", custom_cols, print_custom);
 
 #define N_PRINTERS (sizeof(printers) / sizeof(printers[0]))
 
@@ -1705,6 +1736,7 @@ static void build_columns(void)
         build_one(&printers[i]);
     }
     build_one(&default_printer);
+    build_one(&custom_printer);
 }
 
 const struct printer *printers_find(const char *group, const char *resource)
@@ -1720,6 +1752,11 @@ const struct printer *printers_find(const char *group, const char *resource)
 const struct printer *printers_default(void)
 {
     return &default_printer;
+}
+
+const struct printer *printers_custom(void)
+{
+    return &custom_printer;
 }
 
 const char *printers_columns(const struct printer *p)

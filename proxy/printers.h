@@ -30,6 +30,11 @@ const struct printer *printers_find(const char *group, const char *resource);
 /* rest's defaultTableConvertor: Name and Created At (RFC 3339, UTC). Static. */
 const struct printer *printers_default(void);
 
+/* A custom resource whose CRD has no additionalPrinterColumns: apiextensions' convertor
+ * with the defaulted columns Name and Age (a date column: HumanDuration since
+ * metadata.creationTimestamp). Static. */
+const struct printer *printers_custom(void);
+
 /*
  * The columnDefinitions JSON array of <p> (Go's encoding of []TableColumnDefinition, the
  * same for meta.k8s.io/v1 and v1beta1), NUL-terminated. Static: lives for the process.

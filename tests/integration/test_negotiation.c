@@ -599,15 +599,17 @@ Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
     kwp_down(&sim, "kwp sim");
 }
 
-/* A custom resource has no printer: the simulator answers rest's default convertor (Name,
- * Created At), as it answers any kind it cannot print. */
-Test(negotiation, default_table_for_custom_resources, .timeout = NEG_TEST_TIMEOUT_S)
+/* A custom resource without additionalPrinterColumns: the simulator answers the CRD
+ * convertor's defaulted columns, Name and Age (type date, HumanDuration since creation),
+ * and an empty list has "rows":[] (MetaToTableRow makes an empty slice). */
+Test(negotiation, crd_default_table_for_custom_resources, .timeout = NEG_TEST_TIMEOUT_S)
 {
     const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
     const char *extra[] = {"--resource", "example.com/v1/widgets", NULL};
     struct kwp sim;
     struct http_resp r;
     cJSON *j, *cols, *row;
+    const char *age;
 
     sim_up_with(&sim, "0", extra);
     send_json(sim.url, "POST", "/apis/example.com/v1/namespaces/default/widgets",
@@ -618,14 +620,19 @@ Test(negotiation, default_table_for_custom_resources, .timeout = NEG_TEST_TIMEOU
     j = cJSON_ParseWithLength(r.body, r.body_len);
     cols = cJSON_GetObjectItem(j, "columnDefinitions");
     cr_assert_eq(cJSON_GetArraySize(cols), 2, "%.300s", r.body);
-    cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "name", NULL)->valuestring, "Created At");
+    cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 0), "format", NULL)->valuestring, "name");
+    cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "name", NULL)->valuestring, "Age");
     cr_assert_str_eq(jpath(cJSON_GetArrayItem(cols, 1), "type", NULL)->valuestring, "date");
+    cr_assert_not_null(strstr(jpath(cJSON_GetArrayItem(cols, 1), "description", NULL)->valuestring,
+                              "CreationTimestamp is a timestamp"));
     row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0);
     cr_assert_str_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 0)->valuestring, "w1");
+    age = cJSON_GetArrayItem(jpath(row, "cells", NULL), 1)->valuestring;
+    cr_assert(age && strlen(age) >= 2 && age[strlen(age) - 1] == 's', "age %s", age ? age : "-");
     cJSON_Delete(j);
     http_resp_free(&r);
     fetch(sim.url, "/apis/example.com/v1/namespaces/empty/widgets?resourceVersion=0", kubectl, &r);
-    cr_assert_not_null(strstr(r.body, "],\"rows\":null}\n"), "%s", r.body);
+    cr_assert_not_null(strstr(r.body, "}],\"rows\":[]}\n"), "%s", r.body);
     http_resp_free(&r);
     kwp_down(&sim, "kwp sim");
 }

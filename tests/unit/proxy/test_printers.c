@@ -203,6 +203,48 @@ Test(printers, default_convertor_prints_name_and_utc_creation_time)
     free(got);
 }
 
+/* apiextensions' convertor with a CRD's defaulted Age column (cellForJSONValue "date"). */
+Test(printers, custom_resource_prints_name_and_age)
+{
+    static const struct {
+        const char *ts, *cells;
+    } cases[] = {
+        {"\"2024-01-01T00:00:00Z\"", "\"cells\":[\"w\",\"AGE\"]"},
+        {"\"\"", "\"cells\":[\"w\",\"\\u003cunknown\\u003e\"]"},
+        {"\"yesterday\"", "\"cells\":[\"w\",\"\\u003cinvalid\\u003e\"]"},
+        {"null", "\"cells\":[\"w\",null]"},
+        {"5", "\"cells\":[\"w\",null]"},
+    };
+    char json[160], want[64];
+    const char *cols = printers_columns(printers_custom());
+
+    cr_assert_not_null(strstr(cols, "{\"name\":\"Age\",\"type\":\"date\",\"format\":\"\","
+                                    "\"description\":\"CreationTimestamp is"),
+                       "%s", cols);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got;
+        snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"w\",\"creationTimestamp\":%s}}",
+                 cases[i].ts);
+        got = row_bytes(printers_custom(), json);
+        if (strstr(cases[i].cells, "AGE")) {
+            /* the same HumanDuration the Age of every built-in printer shows */
+            char *cm = row_bytes(printers_find("", "configmaps"),
+                                 "{\"metadata\":{\"name\":\"w\",\"creationTimestamp\":"
+                                 "\"2024-01-01T00:00:00Z\"}}");
+            char *age = strrchr(cm, ',');
+            snprintf(want, sizeof(want), "\"cells\":[\"w\",%s", age + 1);
+            free(cm);
+        } else {
+            snprintf(want, sizeof(want), "%s", cases[i].cells);
+        }
+        cr_assert_str_eq(got, want, "creationTimestamp %s", cases[i].ts);
+        free(got);
+    }
+    char *got = row_bytes(printers_custom(), "{\"metadata\":{\"name\":\"w\"}}");
+    cr_assert_str_eq(got, "\"cells\":[\"w\",null]");
+    free(got);
+}
+
 /* ---- pods ------------------------------------------------------------------------------------ */
 
 #define POD_META(extra)                                                                            \
