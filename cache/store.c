@@ -9,11 +9,12 @@
  * only, so one put/del allocates at most the O(log n) nodes on its path that other versions
  * share (none when no fork is outstanding) and never touches a shared node.
  *
- * Why the refcount-1 test is safe while forks are read and freed on other threads: a new
- * reference to a node is only ever made by the writer (copying a parent, or store_fork under
- * the resource lock), so a count of 1 seen from the writer's own root path cannot grow
- * behind its back; other threads only drop references, with release order, and the writer's
- * acquire load then sees everything they read before letting go.
+ * Why the refcount-1 test is safe while forks are read and freed on other threads: the
+ * writer tests only a node it reached through nodes it holds alone. Any other version that
+ * reaches that node holds a reference on it (from its own parent, or as its root), so a count
+ * of 1 means no other version can reach it, and what cannot be reached cannot be referenced
+ * anew. Other threads only drop references, with release order; the writer's acquire load
+ * then sees everything they read before letting go.
  *
  * Balance: |height(l) - height(r)| <= 1 at every node, so height <= 1.44 log2(n+2) and the
  * recursion (and store_iter's stack) stays shallow. size = nodes in the subtree (32 bits).
