@@ -3,8 +3,9 @@
  * resource.h).
  *
  * Lock model: <mu> guards every field below it in struct resource and every private field
- * of an attached watcher. Critical sections only move references, cursors and flags; the
- * one O(n) section is building a snapshot, as the design allows.
+ * of an attached watcher. Critical sections only move references, cursors and flags, plus
+ * O(log n) tree work: a put/del, or taking a snapshot (O(1) for the current state, at most
+ * CKPT_EVERY/2 replayed events for an older rv). Only a relist (resource_replace) is O(n).
  * Wake protocol: a writer collects, under <mu>, the watchers it must wake whose <suspended>
  * flag is set, clearing that flag (whoever clears it owns the wake-up); after unlocking it
  * calls their wake functions. A suspended watcher cannot be freed before its wake call, and
@@ -40,6 +41,34 @@ struct wbucket {
     struct wbucket *hnext; /* hash chain */
 };
 
+/*
+ * Checkpoints, for the state at an older rv (Exact, legacy exact, continue tokens): a frozen
+ * store fork of the state just before each event whose seq is a multiple of CKPT_EVERY, for
+ * every such seq still in the ring ([tail, head)). The state before any seq q in the window
+ * is then the checkpoint at or below q with the events up to q replayed forward, or the
+ * checkpoint above q (or the live store, at head) with the events down to q undone: at most
+ * CKPT_EVERY/2 persistent puts/dels, O(CKPT_EVERY log n), and the result shares every node
+ * it did not touch. Memory: a fork costs nothing until the writer diverges from it; each
+ * checkpoint then keeps the nodes the next CKPT_EVERY events replaced, at most CKPT_EVERY
+ * paths of the tree (~CKPT_EVERY * (log2(n / CKPT_EVERY) + 2) nodes of 40 bytes), so the
+ * history costs about 40 * (log2(n / CKPT_EVERY) + 2) bytes of tree per event on top of its
+ * blobs (~500 B per event at 100k objects), freed as events leave the window.
+ */
+#define CKPT_EVERY 64
+
+struct ckpt {
+    uint64_t seq;     /* the state before the event at seq: after every event below it */
+    struct store *st; /* a frozen fork, owned */
+};
+
+/* A circular array of checkpoints with increasing seqs, consecutive multiples of CKPT_EVERY. */
+struct ckpts {
+    struct ckpt *v;
+    size_t cap;
+    size_t first; /* slot of the oldest */
+    size_t len;
+};
+
 struct resource {
     char *name; /* immutable */
     const char *trigger_field; /* set once before watchers attach */
@@ -49,7 +78,8 @@ struct resource {
     /* ---- everything below is guarded by mu ---- */
     struct store *store;
     struct ring *ring;
-    struct snapshot *snap;   /* current state, built lazily; NULL after a change */
+    struct snapshot *snap;   /* current state, taken lazily (O(1)); NULL after a change */
+    struct ckpts ckpts;      /* the states at every CKPT_EVERY-th ring seq in the window */
     struct watcher *streams; /* attached STREAM watchers */
     struct watcher *waiters; /* attached RVWAIT watchers */
     struct watcher *unscoped; /* STREAM watchers without a bucket (bprev/bnext) */
@@ -357,21 +387,122 @@ static void drop_snapshot(struct resource *res)
 }
 
 /*
- * The cached snapshot of the current state, built on first use after a change. Many LISTs
- * and initial-event watches at the same rv then share one O(n) build. Progress does not
- * invalidate it: the state is unchanged, only the rv moved.
+ * The snapshot of the current state, taken on first use after a change: a store fork, O(1).
+ * LISTs and initial-event watches at the same rv share it. Progress does not invalidate it:
+ * the state is unchanged, only the rv moved.
  */
 static struct snapshot *current_snapshot(struct resource *res)
 {
-    struct store_iter it;
-
     if (res->snap == NULL) {
-        res->snap = snapshot_new(store_len(res->store), res->rv);
-        for (struct blob *b = store_seek(res->store, NULL, &it); b != NULL; b = store_next(&it)) {
-            snapshot_append(res->snap, b);
-        }
+        res->snap = snapshot_new(store_fork(res->store), res->rv);
     }
     return res->snap;
+}
+
+/* ---- checkpoints (see struct ckpts) ------------------------------------------------------- */
+
+static struct ckpt *ckpt_slot(const struct ckpts *c, size_t i)
+{
+    return &c->v[(c->first + i) % c->cap];
+}
+
+/* Appends the state before the event at <seq> (the live store now). */
+static void ckpt_push(struct ckpts *c, uint64_t seq, const struct store *live)
+{
+    if (c->len == c->cap) {
+        size_t cap = c->cap > 0 ? c->cap * 2 : 8;
+        struct ckpt *v = xmalloc(cap * sizeof(*v));
+
+        for (size_t i = 0; i < c->len; i++) {
+            v[i] = *ckpt_slot(c, i);
+        }
+        free(c->v);
+        c->v = v;
+        c->cap = cap;
+        c->first = 0;
+    }
+    BUG_ON(c->len > 0 && ckpt_slot(c, c->len - 1)->seq + CKPT_EVERY != seq);
+    ckpt_slot(c, c->len)->seq = seq;
+    ckpt_slot(c, c->len)->st = store_fork(live);
+    c->len++;
+}
+
+/* Drops the checkpoints below <tail>: the events to replay from them are gone. */
+static void ckpt_prune(struct ckpts *c, uint64_t tail)
+{
+    while (c->len > 0 && ckpt_slot(c, 0)->seq < tail) {
+        store_free(ckpt_slot(c, 0)->st);
+        c->first = (c->first + 1) % c->cap;
+        c->len--;
+    }
+}
+
+static void ckpt_clear(struct ckpts *c)
+{
+    ckpt_prune(c, UINT64_MAX);
+    c->first = 0;
+}
+
+/* The checkpoint at exactly <seq>, or NULL. */
+static const struct store *ckpt_find(const struct ckpts *c, uint64_t seq)
+{
+    uint64_t first;
+
+    if (c->len == 0 || seq % CKPT_EVERY != 0) {
+        return NULL;
+    }
+    first = ckpt_slot(c, 0)->seq;
+    if (seq < first || (seq - first) / CKPT_EVERY >= c->len) {
+        return NULL;
+    }
+    return ckpt_slot(c, (size_t)((seq - first) / CKPT_EVERY))->st;
+}
+
+/* Sets <e>'s key in <st> to the object after the event (forward) or before it (undo). */
+static void replay(struct store *st, const struct ring_event *e, bool forward)
+{
+    struct blob *to;
+
+    BUG_ON(e->obj == NULL);
+    to = forward ? (e->type == WATCH_DELETED ? NULL : e->obj) : e->prev;
+    if (to != NULL) {
+        store_put(st, to, NULL);
+    } else {
+        store_del(st, e->obj->key, NULL);
+    }
+}
+
+/*
+ * Under mu: the state before the event at <q> (tail <= q < head), from the nearest
+ * checkpoint: forward from the one at or below q, or back from the one above it (the live
+ * store at head). At most CKPT_EVERY/2 replays; the result is a fresh store the caller owns.
+ */
+static struct store *state_before(struct resource *res, uint64_t q)
+{
+    uint64_t head = ring_head(res->ring);
+    uint64_t lo = q - q % CKPT_EVERY;
+    uint64_t hi = lo + CKPT_EVERY;
+    const struct store *from_lo = ckpt_find(&res->ckpts, lo);
+    const struct store *from_hi = hi < head ? ckpt_find(&res->ckpts, hi) : res->store;
+    struct store *st;
+
+    if (hi >= head) {
+        hi = head;
+    }
+    if (from_lo != NULL && (from_hi == NULL || q - lo <= hi - q)) {
+        st = store_fork(from_lo);
+        for (uint64_t s = lo; s < q; s++) {
+            replay(st, ring_at(res->ring, s), true);
+        }
+        return st;
+    }
+    /* Every multiple of CKPT_EVERY in [tail, head) has its checkpoint. */
+    BUG_ON(from_hi == NULL);
+    st = store_fork(from_hi);
+    for (uint64_t s = hi; s > q; s--) {
+        replay(st, ring_at(res->ring, s - 1), false);
+    }
+    return st;
 }
 
 /* Initialises every private field: callers only set the public ones. */
@@ -425,6 +556,8 @@ void resource_free(struct resource *res)
     BUG_ON(res->btab_len != 0); /* empty buckets are freed at detach */
     free(res->btab);
     snapshot_unref(res->snap);
+    ckpt_clear(&res->ckpts);
+    free(res->ckpts.v);
     ring_free(res->ring);
     store_free(res->store);
     pthread_cond_destroy(&res->fresh);
@@ -471,6 +604,7 @@ int resource_replace(struct resource *res, struct blob *const *items, size_t n, 
     }
     /* The history restarts at list_rv: watches from below it now get 410 (SEMANTICS 2.12). */
     ring_reset(res->ring, list_rv);
+    ckpt_clear(&res->ckpts);
     res->rv = list_rv;
     if (!res->ready) {
         res->since_ms = now_ms;
@@ -511,6 +645,10 @@ int resource_apply(struct resource *res, enum watch_type type, struct blob *obj,
         unlock(res);
         return -EINVAL;
     }
+    seq = ring_head(res->ring);
+    if (seq % CKPT_EVERY == 0) {
+        ckpt_push(&res->ckpts, seq, res->store);
+    }
     if (type == WATCH_DELETED) {
         store_del(res->store, obj->key, &prev);
     } else {
@@ -519,10 +657,10 @@ int resource_apply(struct resource *res, enum watch_type type, struct blob *obj,
             type = WATCH_ADDED;
         }
     }
-    seq = ring_head(res->ring);
     /* The ring's last rv never exceeds res->rv, so this push cannot be refused. */
     rc = ring_push(res->ring, type, obj, prev, rv, now_ms);
     BUG_ON(rc != 0);
+    ckpt_prune(&res->ckpts, ring_tail(res->ring));
     res->rv = rv;
     res->n_events++;
     drop_snapshot(res);
@@ -586,6 +724,7 @@ void resource_compact(struct resource *res, uint64_t rv)
     wakeset_init(&ws);
     lock(res);
     if (ring_compact(res->ring, rv) > 0) {
+        ckpt_prune(&res->ckpts, ring_tail(res->ring));
         wake_ended(res, &ws);
     }
     unlock(res);
@@ -696,81 +835,7 @@ struct snapshot *resource_snapshot(struct resource *res, uint64_t *rv)
     return s;
 }
 
-/* One key touched by the events newer than the requested rv. */
-struct change {
-    const char *key;
-    struct blob *prev; /* state at the requested rv; NULL = absent */
-    uint64_t seq;
-};
-
-static int change_cmp(const void *a, const void *b)
-{
-    const struct change *x = a;
-    const struct change *y = b;
-    int c = strcmp(x->key, y->key);
-
-    if (c != 0) {
-        return c;
-    }
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/*
- * Under mu: the state at <rv> given that events [<seq>, head) are newer. For each key they
- * touch, the oldest such event's prev is its state at rv; every other key is as stored now.
- */
-static struct snapshot *rebuild_at(struct resource *res, uint64_t rv, uint64_t seq)
-{
-    uint64_t head = ring_head(res->ring);
-    size_t m = (size_t)(head - seq);
-    struct change *ch = xmalloc(m * sizeof(*ch));
-    struct snapshot *s;
-    struct store_iter it;
-    struct blob *b;
-    size_t u = 0;
-    size_t c = 0;
-
-    for (size_t i = 0; i < m; i++) {
-        const struct ring_event *e = ring_at(res->ring, seq + i);
-        const struct blob *k = e->obj != NULL ? e->obj : e->prev;
-
-        BUG_ON(k == NULL);
-        ch[i].key = k->key;
-        ch[i].prev = e->prev;
-        ch[i].seq = e->seq;
-    }
-    /* Sort by (key, seq) and keep each key's oldest change. */
-    qsort(ch, m, sizeof(*ch), change_cmp);
-    for (size_t i = 0; i < m; i++) {
-        if (u == 0 || strcmp(ch[u - 1].key, ch[i].key) != 0) {
-            ch[u++] = ch[i];
-        }
-    }
-
-    /* Merge two key-ordered sequences: the store now, and the undone keys. */
-    s = snapshot_new(store_len(res->store) + u, rv);
-    b = store_seek(res->store, NULL, &it);
-    while (b != NULL || c < u) {
-        int cmp = b == NULL ? 1 : c == u ? -1 : strcmp(b->key, ch[c].key);
-
-        if (cmp < 0) {
-            snapshot_append(s, b);
-            b = store_next(&it);
-            continue;
-        }
-        if (ch[c].prev != NULL) {
-            snapshot_append(s, ch[c].prev);
-        }
-        if (cmp == 0) {
-            b = store_next(&it);
-        }
-        c++;
-    }
-    free(ch);
-    return s;
-}
-
-/* Cost under the lock: O(n + m log m) for n objects and m events newer than <rv>. */
+/* Cost under the lock: O(CKPT_EVERY log n) when events newer than rv exist, else O(1). */
 int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out)
 {
     struct snapshot *cur;
@@ -787,19 +852,12 @@ int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **ou
         goto out;
     }
     if (seq < ring_head(res->ring)) {
-        *out = rebuild_at(res, rv, seq);
+        *out = snapshot_new(state_before(res, seq), rv);
         goto out;
     }
     /* Nothing changed after rv: the current state, relabelled if progress moved the rv. */
     cur = current_snapshot(res);
-    if (cur->rv == rv) {
-        *out = snapshot_ref(cur);
-    } else {
-        *out = snapshot_new(cur->len, rv);
-        for (size_t i = 0; i < cur->len; i++) {
-            snapshot_append(*out, cur->items[i]);
-        }
-    }
+    *out = cur->rv == rv ? snapshot_ref(cur) : snapshot_new(store_fork(res->store), rv);
 out:
     unlock(res);
     return rc;

@@ -6,7 +6,8 @@
  *     ring     : history of events (replay, 410 boundary, selector transitions via prev)
  *     watchers : cursors into the ring, woken after each append
  *     rv       : current RV; a condition variable wakes blocking freshness waiters
- *     snapshot : the cached key-ordered list at the current state, built lazily
+ *     snapshot : the current state as an immutable store version, taken in O(1)
+ *     ckpts    : store versions every 64 events of the ring, for the state at an older rv
  *
  * Writers (the reflector, or the simulator's own writes) call resource_replace/apply/
  * progress. Readers (HTTP handlers) attach watchers and pull events with
@@ -151,15 +152,16 @@ void resource_stats(struct resource *res, struct resource_stats *out);
 struct blob *resource_get(struct resource *res, const char *key);
 
 /*
- * Returns a reference to the key-ordered snapshot of the current state (cached until the
- * next change) and the current rv through <rv> (may exceed snapshot->rv after progress).
+ * Returns a reference to the snapshot of the current state (O(1); cached until the next
+ * change) and the current rv through <rv> (may exceed snapshot->rv after progress).
  */
 struct snapshot *resource_snapshot(struct resource *res, uint64_t *rv);
 
 /*
- * Returns a reference to the state as of <rv>, rebuilt from the store and the history
- * (undoing events newer than rv). -ESTALE when rv < boundary (the history does not reach
- * back), -EAGAIN when rv > current rv. On success *out is set, snapshot->rv == rv.
+ * Returns a reference to the state as of <rv>, rebuilt from the nearest history checkpoint
+ * by replaying or undoing at most 32 events: O(log n) per event, whatever the store's size.
+ * -ESTALE when rv < boundary (the history does not reach back), -EAGAIN when rv > current
+ * rv. On success *out is set, snapshot->rv == rv.
  */
 int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out);
 

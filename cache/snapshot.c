@@ -1,38 +1,26 @@
 /*
- * snapshot.c - an immutable, refcounted, key-ordered array of blob references
- * (see snapshot.h).
+ * snapshot.c - an immutable, refcounted version of a resource's store (see snapshot.h).
  *
- * Built by one thread (under the resource lock) with snapshot_append, then published: after
- * that only the refcount changes, so any number of LIST responses on any threads may read it.
+ * Built under the resource lock from a store fork, then published: after that only the
+ * refcount changes, so any number of LIST responses on any threads may read it. The reads
+ * are the store's own (seek/next/rank/at) on the frozen fork.
  */
 #include "cache/snapshot.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-#include "cache/blob.h"
 #include "cache/bug.h"
 
-struct snapshot *snapshot_new(size_t cap, uint64_t rv)
+struct snapshot *snapshot_new(struct store *frozen, uint64_t rv)
 {
     struct snapshot *s = xcalloc(1, sizeof(*s));
 
     s->rv = rv;
-    s->items = xmalloc((cap > 0 ? cap : 1) * sizeof(*s->items));
-    /* The array's capacity hides in the allocation; remember it for append. */
-    s->cap = cap > 0 ? cap : 1;
+    s->st = frozen;
+    s->len = store_len(frozen);
+    s->bytes = store_bytes(frozen);
     atomic_init(&s->ref, 1);
     return s;
-}
-
-void snapshot_append(struct snapshot *s, struct blob *b)
-{
-    if (s->len == s->cap) {
-        s->cap *= 2;
-        s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
-    }
-    s->items[s->len++] = blob_ref(b);
-    s->bytes += b->len;
 }
 
 struct snapshot *snapshot_ref(struct snapshot *s)
@@ -55,31 +43,26 @@ void snapshot_unref(struct snapshot *s)
     if (old != 1) {
         return;
     }
-    for (size_t i = 0; i < s->len; i++) {
-        blob_unref(s->items[i]);
-    }
-    free(s->items);
+    store_free(s->st);
     free(s);
 }
 
-/* Upper bound by strcmp, the order the items were appended in (a continue token resumes
- * after its key). */
-size_t snapshot_seek(const struct snapshot *s, const char *after)
+struct blob *snapshot_seek(const struct snapshot *s, const char *after, struct store_iter *it)
 {
-    size_t lo = 0;
-    size_t hi = s->len;
+    return store_seek(s->st, after, it);
+}
 
-    if (after == NULL || after[0] == '\0') {
-        return 0;
-    }
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
+struct blob *snapshot_next(struct store_iter *it)
+{
+    return store_next(it);
+}
 
-        if (strcmp(s->items[mid]->key, after) <= 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
+size_t snapshot_rank(const struct snapshot *s, const char *after)
+{
+    return store_rank(s->st, after);
+}
+
+struct blob *snapshot_at(const struct snapshot *s, size_t i)
+{
+    return store_at(s->st, i);
 }

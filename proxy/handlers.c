@@ -131,7 +131,7 @@ struct hreq {
     /* watch */
     bool counted_open;
     struct snapshot *initial;
-    size_t init_pos;
+    const char *init_after; /* key of the last initial item handled (lent from <initial>) */
     bool end_bookmark;
     uint64_t init_rv;
     uint64_t watermark; /* only events with rv > watermark are sent */
@@ -1607,25 +1607,46 @@ static void list_item(const struct hreq *h, struct listbody *lb, const struct bl
     sb_free(&pc.sb);
 }
 
-/* Index of the first item in scope (the namespace's first key) after <after_key>. */
-static size_t scope_start(const struct hreq *h, const struct snapshot *s, const char *after_key)
+/*
+ * Positions <it> at the first item in scope after <after_key> (full store key, NULL for the
+ * start): the namespace's first key, or the key after the token's. Returns it (lent) or NULL.
+ */
+static const struct blob *scope_start(const struct hreq *h, const struct snapshot *s,
+                                      const char *after_key, struct store_iter *it)
 {
-    size_t i = 0;
+    char prefix[K8S_NAME_MAX + 2];
+    const char *after = after_key;
 
     if (h->ns[0]) {
-        char prefix[K8S_NAME_MAX + 2];
-        /* "ns/" sorts after "ns" keys but "ns." < "ns/" ... seek to the last key < "ns/" */
-        snprintf(prefix, sizeof(prefix), "%s/", h->ns);
         /* every key of the namespace is > "ns/" and they are contiguous */
-        i = snapshot_seek(s, prefix);
-    }
-    if (after_key && after_key[0]) {
-        size_t j = snapshot_seek(s, after_key);
-        if (j > i) {
-            i = j;
+        snprintf(prefix, sizeof(prefix), "%s/", h->ns);
+        if (after == NULL || strcmp(after, prefix) < 0) {
+            after = prefix;
         }
     }
-    return i;
+    return snapshot_seek(s, after, it);
+}
+
+/*
+ * How many keys in scope sort after <key> (NULL = all of them), in O(log n): the namespace
+ * ends before "ns0", since '0' follows '/' and every key of a namespaced resource has one.
+ */
+static size_t scope_count_after(const struct hreq *h, const struct snapshot *s, const char *key)
+{
+    char end[K8S_NAME_MAX + 2];
+    size_t upto = s->len;
+    size_t from;
+
+    if (h->ns[0]) {
+        snprintf(end, sizeof(end), "%s0", h->ns);
+        upto = snapshot_rank(s, end);
+        snprintf(end, sizeof(end), "%s/", h->ns);
+        if (key == NULL || strcmp(key, end) < 0) {
+            key = end;
+        }
+    }
+    from = snapshot_rank(s, key);
+    return upto > from ? upto - from : 0;
 }
 
 static bool in_scope_key(const struct hreq *h, const struct blob *b)
@@ -1636,15 +1657,18 @@ static bool in_scope_key(const struct hreq *h, const struct blob *b)
 /*
  * Replies with the list of <s> (served at <list_rv>), items after <after_key> (full store
  * key, NULL for the start), at most <limit> (0 = all), minting continue tokens with
- * <token_rv>. Takes ownership of one reference to <s>.
+ * <token_rv>. Takes ownership of one reference to <s>. Costs O(log n) plus the items it
+ * visits: a page does not walk the rest of the list.
  */
 static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, const char *after_key,
                        int64_t limit, int64_t token_rv)
 {
     struct listbody *lb;
-    size_t i = scope_start(h, s, after_key), n_iov = 1, matched = 0, last = 0;
+    struct store_iter it;
+    const struct blob *b, *lastb = NULL;
+    size_t n_iov = 1, matched = 0;
     bool more = false, empty_pred = selector_is_empty(h->lsel) && selector_is_empty(h->fsel);
-    size_t remaining = 0, cand = s->len - (i < s->len ? i : s->len);
+    size_t remaining = 0, cand;
     char rvbuf[24], tok[1024] = "", meta[1200];
     const char *tail = "]}\n";
     struct sbuf head = {0};
@@ -1657,12 +1681,16 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
         snapshot_unref(s);
         return;
     }
+    /* at most <limit> items go out, however many are in scope */
+    cand = scope_count_after(h, s, after_key);
+    if (limit > 0 && (uint64_t)limit < cand) {
+        cand = (size_t)limit;
+    }
     lb = xcalloc(1, sizeof(*lb));
     lb->snap = s;
     lb->iov = xmalloc(sizeof(struct iovec) * ((1 + LIST_ITEM_PIECES) * cand + 4));
     n_iov = 1; /* slot 0 = head, filled last */
-    for (; i < s->len; i++) {
-        const struct blob *b = s->items[i];
+    for (b = scope_start(h, s, after_key, &it); b != NULL; b = snapshot_next(&it)) {
         if (!in_scope_key(h, b)) {
             break; /* keys of one namespace are contiguous */
         }
@@ -1679,14 +1707,11 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
         }
         list_item(h, lb, b, &n_iov, now);
         matched++;
-        last = i;
+        lastb = b;
     }
     if (more) {
         /* remainingItemCount: candidates after the last returned item, only without selectors */
-        for (size_t j = last + 1; j < s->len && in_scope_key(h, s->items[j]); j++) {
-            remaining++;
-        }
-        const struct blob *lastb = s->items[last];
+        remaining = scope_count_after(h, s, lastb->key);
         kube_json_continue_encode(token_rv, h->ns[0] ? lastb->name : lastb->key, tok, sizeof(tok));
     }
     rv_format(list_rv, rvbuf);
@@ -2182,17 +2207,20 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
         return HTTP_STREAM_END;
     }
     for (;;) {
-        while (h->initial && h->init_pos < h->initial->len) {
-            const struct blob *b = h->initial->items[h->init_pos];
-            if (scope_match(h, b) && emit_object(h, buf, max, &n, "ADDED", b, NULL) == EMIT_FULL) {
-                return (ssize_t)n;
-            }
-            h->init_pos++;
-            if (h->over) {
-                return (ssize_t)n;
-            }
-        }
         if (h->initial) {
+            /* one O(log n) seek per call, then in key order within the namespace */
+            struct store_iter it;
+            const struct blob *b = scope_start(h, h->initial, h->init_after, &it);
+            for (; b != NULL && in_scope_key(h, b); b = snapshot_next(&it)) {
+                if (scope_match(h, b) &&
+                    emit_object(h, buf, max, &n, "ADDED", b, NULL) == EMIT_FULL) {
+                    return (ssize_t)n;
+                }
+                h->init_after = b->key;
+                if (h->over) {
+                    return (ssize_t)n;
+                }
+            }
             snapshot_unref(h->initial);
             h->initial = NULL;
         }

@@ -1118,7 +1118,7 @@ static void churn_once(struct sim *s, uint64_t *next_id)
         seed_one(s, "pods", ns, name);
         return;
     }
-    struct blob *victim = blob_ref(snap->items[seed % count]);
+    struct blob *victim = blob_ref(snapshot_at(snap, seed % count)); /* O(log n) */
     snapshot_unref(snap);
     if (r < 40) {
         struct blob *old = do_delete(s, pods, victim->key);

@@ -1015,6 +1015,148 @@ Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* GET <path> on <base>: 200 and its JSON (caller deletes). */
+static cJSON *get_json(const char *base, const char *path)
+{
+    struct http_resp r;
+    cJSON *j;
+
+    get(base, path, &r);
+    cr_assert_eq(r.code, 200, "GET %s: HTTP %ld %.300s", path, r.code, r.body);
+    j = jbody(&r);
+    http_resp_free(&r);
+    return j;
+}
+
+/* Writes between pages: pods created at both ends and inside ns-1, one deleted, and <extra>
+ * pods in ns-2, all upstream; returns once the proxy's cache has them. */
+static void writes_between_pages(const struct srv *sim, const struct srv *px, int page,
+                                 const char *del_name, int extra)
+{
+    char name[64];
+    char path[256];
+    struct http_resp r;
+
+    snprintf(name, sizeof(name), "a-late-%d", page);
+    pod_create(sim->url, "ns-1", name);
+    snprintf(name, sizeof(name), "pod-000050-late-%d", page);
+    pod_create(sim->url, "ns-1", name);
+    snprintf(name, sizeof(name), "zz-late-%d", page);
+    pod_create(sim->url, "ns-1", name);
+    if (del_name != NULL) {
+        snprintf(path, sizeof(path), "/api/v1/namespaces/ns-1/pods/%s", del_name);
+        req(sim->url, "DELETE", path, NULL, NULL, &r);
+        cr_assert_eq(r.code, 200, "delete %s: HTTP %ld %s", del_name, r.code, r.body);
+        http_resp_free(&r);
+    }
+    for (int i = 0; i < extra; i++) {
+        snprintf(name, sizeof(name), "burst-%d-%d", page, i);
+        pod_create(sim->url, "ns-2", name);
+    }
+    wait_metric(px, "kwp_resource_version", "pods", sim_stat(sim, "revision"), REQ_MS);
+}
+
+/*
+ * Issue 4: paging a namespace through the cache while writes land between pages. Every page
+ * carries the first page's RV, the items are exactly the state at that RV (the simulator's
+ * own Exact LIST), remainingItemCount counts down, and nothing goes upstream. A burst of
+ * writes longer than the cache's checkpoint interval (64 events) sits between two pages, and
+ * legacy exact and Exact LISTs at that RV, now far behind, match too.
+ */
+Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 180)
+{
+    struct srv sim, px;
+    char path[URL_CAP];
+    char tok[2048] = "";
+    cJSON *want, *got, *page, *all = cJSON_CreateArray();
+    uint64_t rev, list_rv = 0, lists0;
+    int total, seen = 0, pages = 0;
+
+    sim_up(&sim, ARGS("--objects", "200", "--namespaces", "3", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "pods"));
+    rev = sim_stat(&sim, "revision");
+    wait_metric(&px, "kwp_resource_version", "pods", rev, REQ_MS);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/ns-1/pods?resourceVersion=%" PRIu64 "&resourceVersionMatch=Exact",
+             rev);
+    want = get_json(sim.url, path);
+    total = cJSON_GetArraySize(jat(want, "items"));
+    cr_assert_gt(total, 40, "the seed puts ~1/3 of 200 pods in ns-1");
+    lists0 = sim_stat(&sim, "resources.pods.lists");
+
+    for (;;) {
+        const cJSON *it;
+        const cJSON *cont;
+        int n = 0;
+
+        if (pages == 0) {
+            snprintf(path, sizeof(path),
+                     "/api/v1/namespaces/ns-1/pods?limit=7&resourceVersion=%" PRIu64
+                     "&resourceVersionMatch=NotOlderThan",
+                     rev);
+        } else {
+            snprintf(path, sizeof(path), "/api/v1/namespaces/ns-1/pods?limit=7&continue=%s", tok);
+        }
+        page = get_json(px.url, path);
+        if (pages == 0) {
+            list_rv = jrv(page);
+            cr_assert_eq(list_rv, rev, "the first page is at the cache's RV");
+        }
+        cr_assert_eq(jrv(page), list_rv, "page %d at the first page's RV", pages);
+        cJSON_ArrayForEach(it, jat(page, "items"))
+        {
+            cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
+            n++;
+        }
+        seen += n;
+        cont = jat(page, "metadata.continue");
+        if (seen < total) {
+            cr_assert_eq(n, 7, "full pages until the end (page %d)", pages);
+            cr_assert(cJSON_IsString(cont), "a continue token while items remain");
+            cr_assert_eq(cJSON_GetNumberValue(jat(page, "metadata.remainingItemCount")),
+                         total - seen, "remainingItemCount after %d items", seen);
+            snprintf(tok, sizeof(tok), "%s", cont->valuestring);
+        } else {
+            cr_assert_null(cont, "no continue on the last page");
+            cr_assert_null(jat(page, "metadata.remainingItemCount"));
+        }
+        cJSON_Delete(page);
+        pages++;
+        if (seen >= total || pages > total) {
+            break;
+        }
+        /* the last pod of the list goes now; page 2 is followed by a burst of 70 writes */
+        writes_between_pages(&sim, &px, pages,
+                             pages == 1 ? jtxt(cJSON_GetArrayItem(jat(want, "items"), total - 1),
+                                               "metadata.name")
+                                        : NULL,
+                             pages == 2 ? 70 : 0);
+    }
+    got = cJSON_CreateObject();
+    cJSON_AddItemToObject(got, "items", all);
+    expect_same_items(got, want, "the pages at the first RV vs the sim's Exact LIST there");
+    cr_assert_eq(sim_stat(&sim, "resources.pods.lists"), lists0, "every page from the cache");
+
+    /* legacy exact (limit + rv) and Exact at that RV, now >70 events behind the cache */
+    snprintf(path, sizeof(path), "/api/v1/namespaces/ns-1/pods?limit=1000&resourceVersion=%" PRIu64,
+             list_rv);
+    page = get_json(px.url, path);
+    cr_assert_eq(jrv(page), list_rv);
+    expect_same_items(page, want, "legacy exact at the first RV");
+    cJSON_Delete(page);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/ns-1/pods?resourceVersion=%" PRIu64 "&resourceVersionMatch=Exact",
+             list_rv);
+    page = get_json(px.url, path);
+    cr_assert_eq(jrv(page), list_rv);
+    expect_same_items(page, want, "Exact at the first RV");
+    cJSON_Delete(page);
+    cr_assert_eq(sim_stat(&sim, "resources.pods.lists"), lists0, "both from the cache");
+    cJSON_Delete(got);
+    cJSON_Delete(want);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3: rv unset is a consistent read: forwarded, one upstream LIST per request, and the
  * answer is the upstream's own. */
 Test(proxy, list_rv_unset_reaches_upstream, .timeout = 180)

@@ -235,9 +235,9 @@ Test(resource, replace_takes_refs_and_replaces_state)
     s = resource_snapshot(res, &rv);
     cr_assert_eq(rv, 50);
     cr_assert_eq(s->len, 3);
-    cr_assert_str_eq(s->items[0]->key, "a/x");
-    cr_assert_str_eq(s->items[1]->key, "a/y");
-    cr_assert_str_eq(s->items[2]->key, "b/x");
+    cr_assert_str_eq(snapshot_at(s, 0)->key, "a/x");
+    cr_assert_str_eq(snapshot_at(s, 1)->key, "a/y");
+    cr_assert_str_eq(snapshot_at(s, 2)->key, "b/x");
     cr_assert_null(resource_get(res, "old/gone"));
     snapshot_unref(s);
     resource_free(res);
@@ -332,7 +332,7 @@ Test(resource, watch_now_gives_initial_state_and_only_new_events)
     cr_assert_eq(resource_watch_now(res, &w, &init, &rv), 0);
     cr_assert_eq(rv, 14);
     cr_assert_eq(init->len, 2);
-    cr_assert_str_eq(init->items[0]->key, "ns/a");
+    cr_assert_str_eq(snapshot_at(init, 0)->key, "ns/a");
     cr_assert_eq(drain(res, &w, NULL, 0), 0);
     put(res, WATCH_ADDED, "ns", "c", 15);
     cr_assert_eq(drain(res, &w, rvs, 8), 1);
@@ -765,11 +765,11 @@ Test(resource, snapshot_at_errors_and_current)
     cr_assert_eq(resource_snapshot_at(res, 12, &s), 0);
     cr_assert_eq(s->rv, 12);
     cr_assert_eq(s->len, 1);
-    cr_assert_str_eq(s->items[0]->rv_str, "12");
+    cr_assert_str_eq(snapshot_at(s, 0)->rv_str, "12");
     snapshot_unref(s);
     cr_assert_eq(resource_snapshot_at(res, 16, &s), 0);
     cr_assert_eq(s->rv, 16);
-    cr_assert_str_eq(s->items[0]->rv_str, "16");
+    cr_assert_str_eq(snapshot_at(s, 0)->rv_str, "16");
     snapshot_unref(s);
     resource_progress(res, 20);
     cr_assert_eq(resource_snapshot_at(res, 20, &s), 0);
@@ -812,7 +812,52 @@ static void record(struct model *m, uint64_t rv)
     m->n_rec++;
 }
 
-static void verify_all(struct resource *res, struct model *m)
+/*
+ * <s> holds exactly the model row <row>: iterated in key order, by index (snapshot_at) and
+ * by rank, pointer for pointer.
+ */
+static void check_state(const struct snapshot *s, struct blob *const *row, uint64_t q)
+{
+    struct store_iter it;
+    struct blob *b = snapshot_seek(s, NULL, &it);
+    size_t j = 0;
+
+    for (int i = 0; i < KEYS; i++) {
+        if (row[i] == NULL) {
+            continue;
+        }
+        cr_assert_lt(j, s->len, "rv %llu: too few items", (unsigned long long)q);
+        cr_assert_eq(b, row[i], "rv %llu key %d", (unsigned long long)q, i);
+        cr_assert_eq(snapshot_at(s, j), row[i], "rv %llu index %zu", (unsigned long long)q, j);
+        cr_assert_eq(snapshot_rank(s, row[i]->key), j + 1);
+        b = snapshot_next(&it);
+        j++;
+    }
+    cr_assert_null(b, "rv %llu: extra items", (unsigned long long)q);
+    cr_assert_eq(j, s->len, "rv %llu: extra items", (unsigned long long)q);
+    cr_assert_null(snapshot_at(s, j));
+}
+
+/* Snapshots kept while the writer goes on, checked again at the end. */
+struct held {
+    struct snapshot *s[256];
+    size_t row[256]; /* model row each one must still equal */
+    size_t n;
+};
+
+/* The model row in force at <q>: the last recorded rv <= q. */
+static size_t row_at(const struct model *m, uint64_t q)
+{
+    size_t r = m->n_rec;
+
+    while (r > 0 && m->rec_rv[r - 1] > q) {
+        r--;
+    }
+    cr_assert_gt(r, 0);
+    return r - 1;
+}
+
+static void verify_all(struct resource *res, struct model *m, struct held *keep)
 {
     struct resource_stats st;
 
@@ -820,8 +865,7 @@ static void verify_all(struct resource *res, struct model *m)
     for (uint64_t q = st.history_boundary > 3 ? st.history_boundary - 3 : 0; q <= st.rv + 2; q++) {
         struct snapshot *s = NULL;
         int rc = resource_snapshot_at(res, q, &s);
-        size_t r = m->n_rec;
-        size_t j = 0;
+        size_t r;
 
         if (q > st.rv) {
             cr_assert_eq(rc, -EAGAIN);
@@ -833,19 +877,13 @@ static void verify_all(struct resource *res, struct model *m)
         }
         cr_assert_eq(rc, 0, "rv %llu", (unsigned long long)q);
         cr_assert_eq(s->rv, q);
-        while (r > 0 && m->rec_rv[r - 1] > q) {
-            r--;
+        r = row_at(m, q);
+        check_state(s, m->rec[r], q);
+        if (q % 97 == 0 && keep->n < 256) {
+            keep->s[keep->n] = s;
+            keep->row[keep->n++] = r;
+            continue;
         }
-        cr_assert_gt(r, 0);
-        for (int i = 0; i < KEYS; i++) {
-            if (m->rec[r - 1][i] == NULL) {
-                continue;
-            }
-            cr_assert_lt(j, s->len, "rv %llu: too few items", (unsigned long long)q);
-            cr_assert_eq(s->items[j], m->rec[r - 1][i], "rv %llu key %d", (unsigned long long)q, i);
-            j++;
-        }
-        cr_assert_eq(j, s->len, "rv %llu: extra items", (unsigned long long)q);
         snapshot_unref(s);
     }
 }
@@ -853,6 +891,7 @@ static void verify_all(struct resource *res, struct model *m)
 Test(resource, snapshot_at_matches_bruteforce_replay, .timeout = 120)
 {
     struct model *m = calloc(1, sizeof(*m));
+    struct held *keep = calloc(1, sizeof(*keep));
     struct resource *res = new_res(700);
     uint64_t rv = 1000;
 
@@ -900,11 +939,19 @@ Test(resource, snapshot_at_matches_bruteforce_replay, .timeout = 120)
         }
         record(m, rv);
         if (op % 500 == 0 || op == OPS / 2 + 1) {
-            verify_all(res, m);
+            verify_all(res, m, keep);
         }
     }
-    verify_all(res, m);
+    verify_all(res, m, keep);
+    /* Every state taken along the way is still exactly itself after all the later writes,
+     * the relist and the evictions (and outlives the resource). */
     resource_free(res);
+    cr_assert_gt(keep->n, 10);
+    for (size_t i = 0; i < keep->n; i++) {
+        check_state(keep->s[i], m->rec[keep->row[i]], keep->s[i]->rv);
+        snapshot_unref(keep->s[i]);
+    }
+    free(keep);
     for (size_t i = 0; i < m->n_made; i++) {
         cr_assert_eq(atomic_load(&m->made[i]->ref), 1);
         blob_unref(m->made[i]);

@@ -4,8 +4,10 @@
  * Each reader behaves like the HTTP watch handler: pull with resource_watch_next; on 0 it
  * "suspends" by waiting on its own semaphore, which its wake function posts. A reader whose
  * wait times out while events were pending has lost a wake-up, which fails the test; every
- * reader must see every rv (of its scope) in order, exactly once. Also: freshness waiters
- * released by another thread's progress. Every loop is bounded by a deadline.
+ * reader must see every rv (of its scope) in order, exactly once. Also: snapshots (current
+ * and at older rvs) taken, checked against the known write pattern and released on other
+ * threads while the writer copies paths, and freshness waiters released by another thread's
+ * progress. Every loop is bounded by a deadline.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 
 #include "cache/blob.h"
 #include "cache/resource.h"
+#include "cache/snapshot.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define TEST_TSAN 1
@@ -357,6 +360,123 @@ Test(resource_mt, slow_reader_is_ended_and_writer_never_waits, .timeout = 120)
     cr_assert_eq(st.laggards, 1);
     cr_assert_eq(st.history_len, 64);
     sem_destroy(&r.sem);
+    resource_free(res);
+}
+
+/* ---- snapshots read and released on other threads while the writer goes on ------------------ */
+
+/* apply_one writes key ns_of(rv)/o<rv % 97>: the same key again every KEY_PERIOD rvs. */
+#define KEY_PERIOD 388u /* lcm(NS, 97) */
+#define HOLD 8
+
+struct lister {
+    struct resource *res;
+    unsigned seed;
+    size_t lists;
+    int rc;
+    char why[160];
+};
+
+/*
+ * <s> is exactly the state at s->rv: every rv in (LIST_RV, s->rv] wrote one key, so each key
+ * holds the newest of its writes (within the last KEY_PERIOD rvs) and there are
+ * min(s->rv - LIST_RV, KEY_PERIOD) keys, in key order.
+ */
+static bool check_snapshot(struct lister *l, const struct snapshot *s)
+{
+    uint64_t want = s->rv - LIST_RV < KEY_PERIOD ? s->rv - LIST_RV : KEY_PERIOD;
+    struct store_iter it;
+    const char *prev = NULL;
+    size_t n = 0;
+
+    for (struct blob *b = snapshot_seek(s, NULL, &it); b != NULL; b = snapshot_next(&it)) {
+        if (b->rv > s->rv || b->rv + KEY_PERIOD <= s->rv) {
+            snprintf(l->why, sizeof(l->why), "rv %llu holds %s at rv %llu",
+                     (unsigned long long)s->rv, b->key, (unsigned long long)b->rv);
+            return false;
+        }
+        if (prev != NULL && strcmp(prev, b->key) >= 0) {
+            snprintf(l->why, sizeof(l->why), "order %s then %s", prev, b->key);
+            return false;
+        }
+        prev = b->key;
+        n++;
+    }
+    if (n != want || s->len != want) {
+        snprintf(l->why, sizeof(l->why), "rv %llu: %zu items (len %zu), want %llu",
+                 (unsigned long long)s->rv, n, s->len, (unsigned long long)want);
+        return false;
+    }
+    return true;
+}
+
+/* Takes snapshots (current, or at a random rv of the window), checks each, and keeps the
+ * last HOLD alive a while, so versions die here while the writer copies paths. */
+static void *lister_main(void *p)
+{
+    struct lister *l = p;
+    struct snapshot *held[HOLD] = {0};
+    int64_t deadline = mono_ms() + DEADLINE_MS;
+    uint64_t cur = 0;
+
+    while (cur < LIST_RV + EVENTS && mono_ms() < deadline && l->rc == 0) {
+        struct snapshot *s = NULL;
+        size_t slot = l->lists % HOLD;
+
+        if (l->lists % 2 == 0) {
+            s = resource_snapshot(l->res, &cur);
+        } else {
+            uint64_t back;
+
+            /* xorshift, not rand_r: under TSan this file replaces rand_r (above) */
+            l->seed ^= l->seed << 13;
+            l->seed ^= l->seed >> 17;
+            l->seed ^= l->seed << 5;
+            back = l->seed % 5000;
+
+            cur = resource_rv(l->res);
+            if (resource_snapshot_at(l->res, cur > LIST_RV + back ? cur - back : LIST_RV, &s) !=
+                0) {
+                l->rc = -EINVAL;
+                snprintf(l->why, sizeof(l->why), "snapshot_at failed near %llu",
+                         (unsigned long long)cur);
+                break;
+            }
+        }
+        if (!check_snapshot(l, s)) {
+            l->rc = -EINVAL;
+        }
+        snapshot_unref(held[slot]);
+        held[slot] = s;
+        l->lists++;
+    }
+    for (size_t i = 0; i < HOLD; i++) {
+        snapshot_unref(held[i]);
+    }
+    return NULL;
+}
+
+Test(resource_mt, snapshots_stay_exact_while_writer_goes_on, .timeout = 120)
+{
+    struct resource *res =
+        resource_new("pods", &(struct ring_opts){.min_cap = 256, .max_cap = 32768, .fresh_ms = 0});
+    struct lister ls[2] = {{.res = res, .seed = 11}, {.res = res, .seed = 23}};
+    struct writer wr = {.res = res};
+    pthread_t lt[2];
+    pthread_t wt;
+
+    cr_assert_eq(resource_replace(res, NULL, 0, LIST_RV, 0), 0);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pthread_create(&lt[i], NULL, lister_main, &ls[i]), 0);
+    }
+    cr_assert_eq(pthread_create(&wt, NULL, writer_main, &wr), 0);
+    pthread_join(wt, NULL);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(lt[i], NULL);
+        cr_expect_eq(ls[i].rc, 0, "lister %d: %s", i, ls[i].why);
+        cr_expect_gt(ls[i].lists, 10, "lister %d took %zu snapshots", i, ls[i].lists);
+    }
+    cr_assert_eq(wr.rc, 0);
     resource_free(res);
 }
 
