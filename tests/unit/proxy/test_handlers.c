@@ -204,8 +204,8 @@ Test(handlers, accept_matrix_for_pods)
 }
 
 /* as=Table picks the kind's printer; a kind without one (a custom resource, a built-in kwp
- * has no printer for) gets rest's default convertor, which the proxy forwards upstream
- * (handlers_serve) and the simulator serves. */
+ * has no printer for) is marked table_default, which the proxy forwards upstream
+ * (handlers_serve), and gets the convertor the simulator serves. */
 Test(handlers, table_negotiates_the_kinds_printer_or_the_default_convertor)
 {
     struct apires cm = core_ar("configmaps"), cr, ds;
@@ -225,8 +225,10 @@ Test(handlers, table_negotiates_the_kinds_printer_or_the_default_convertor)
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(neg_accept(KUBECTL_TABLE, false, i ? &ds : &cr, &n), 0);
         cr_assert_eq(n.as, NEG_AS_TABLE);
-        cr_assert(n.table_default, "rest's default convertor: Name, Created At");
-        cr_assert_eq(n.printer, printers_default());
+        cr_assert(n.table_default, "no kube printer: the proxy forwards");
+        /* the simulator's answer: the CRD convertor (Name, Age) for a custom resource, rest's
+         * default convertor (Name, Created At) for a built-in */
+        cr_assert_eq(n.printer, i ? printers_default() : printers_custom());
     }
     free(owned);
 }
