@@ -7,9 +7,10 @@
 #   - watch.Watch().stream from the list RV yields every create/patch/delete made meanwhile
 #     through the API (types, names, labels, increasing RVs equal to the writes' RVs), served
 #     by kwp's cache;
-#   - after the simulator compacts and kwp's window moves past the old RV, resuming from it
-#     raises ApiException(410, "Expired: too old resource version: N (M)"), after one retry
-#     when no timeout_seconds is given;
+#   - once kwp holds the last write (so compaction cannot end its caught-up upstream watch and
+#     make it relist), the simulator compacts and kwp's window moves past the old RV (with no
+#     relist); resuming from it raises ApiException(410, "Expired: too old resource version:
+#     N (M)"), after one retry when no timeout_seconds is given;
 #   - relisting and watching again works.
 #
 # Environment: KWP_BIN (default build/kwp), KWP_PYTHON (default /usr/bin/python3: the only
