@@ -13,79 +13,16 @@ set -uo pipefail
 
 KWP_BIN="${KWP_BIN:-build/kwp}"
 KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
-DIR="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-output-XXXXXX")"
-passed=0
-failed=0
-pids=()
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-output-XXXXXX")"
 
-# verdict NAME OK [DETAIL...]: one PASS or FAIL line (details indented under a FAIL).
-verdict() {
-  local name=$1 ok=$2
-  shift 2
-  if [ "$ok" = 1 ]; then
-    echo "PASS: $name"
-    passed=$((passed + 1))
-  else
-    echo "FAIL: $name"
-    printf '      %s\n' "$@"
-    failed=$((failed + 1))
-  fi
-}
-
-# stop PID NAME: TERM, 5 s grace, KILL; reports the exit status as a check.
-stop() {
-  local pid=$1 name=$2 i st
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  st=$?
-  [ -n "$name" ] && verdict "$name exits 0 on SIGTERM" "$([ "$st" = 0 ] && echo 1)" "status $st"
-}
-
-finish() {
-  local i
-  trap - EXIT
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    stop "${pids[$i]%%:*}" "${pids[$i]#*:}"
-  done
-  if [ "$failed" = 0 ]; then rm -rf "$DIR"; else echo "logs kept in $DIR"; fi
-  echo "$passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit $?
-}
-trap finish EXIT
-
-# start NAME ARGS...: runs kwp ARGS in the background, sets URL from its "listening on" line.
-start() {
-  local name=$1 i
-  shift
-  "$KWP_BIN" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" </dev/null &
-  pids+=("$!:kwp $name")
-  URL=""
-  for ((i = 0; i < 100; i++)); do
-    URL=$(sed -n 's/^listening on //p' "$DIR/$name.out" | head -n 1)
-    [ -n "$URL" ] && return 0
-    sleep 0.05
-  done
-  verdict "kwp $name prints its URL" 0 "$(tail -n 20 "$DIR/$name.err")"
-  exit 1
-}
+# ok, bad, verdict, stop_pid, start_sim_proxy, kwp_finish
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap kwp_finish EXIT
 
 [ -x "$KUBECTL" ] || { verdict "kubectl at $KUBECTL" 0; exit 1; }
 [ -x "$KWP_BIN" ] || { verdict "kwp binary at $KWP_BIN" 0; exit 1; }
 
-start sim sim --listen 127.0.0.1:0 --objects 12 --namespaces 2 --seed 11 --churn 0
-SIM=$URL
-start proxy proxy --listen 127.0.0.1:0 --upstream "$SIM" --resources pods
-PROXY=$URL
-for ((i = 0; i < 200; i++)); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$PROXY/readyz")" = 200 ] && break
-  sleep 0.05
-done
+start_sim_proxy --objects 12 --namespaces 2 --seed 11 --churn 0 -- --resources pods
 
 # sim_api METHOD PATH [BODY]: the simulator's own view (neutral User-Agent: compact JSON).
 sim_api() {
@@ -97,8 +34,8 @@ sim_api() {
 sim_api POST /api/v1/namespaces/default/pods \
   '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"crashy"},"spec":{"containers":[{"name":"a","image":"x"},{"name":"b","image":"y"}]}}' >/dev/null
 fin=$(date -u -d '-7 min' +%Y-%m-%dT%H:%M:%SZ)
-sim_api GET /api/v1/namespaces/default/pods/crashy | jq -c --arg f "$fin" '.status = {phase: "Running", podIP: "10.9.9.9", containerStatuses: [{name: "a", ready: true, restartCount: 0, state: {running: {startedAt: $f}}}, {name: "b", ready: false, restartCount: 3, state: {waiting: {reason: "CrashLoopBackOff"}}, lastState: {terminated: {exitCode: 1, finishedAt: $f}}}]}' >"$DIR/crashy.json"
-sim_api PUT /api/v1/namespaces/default/pods/crashy/status "$(cat "$DIR/crashy.json")" >/dev/null
+sim_api GET /api/v1/namespaces/default/pods/crashy | jq -c --arg f "$fin" '.status = {phase: "Running", podIP: "10.9.9.9", containerStatuses: [{name: "a", ready: true, restartCount: 0, state: {running: {startedAt: $f}}}, {name: "b", ready: false, restartCount: 3, state: {waiting: {reason: "CrashLoopBackOff"}}, lastState: {terminated: {exitCode: 1, finishedAt: $f}}}]}' >"$TMP/crashy.json"
+sim_api PUT /api/v1/namespaces/default/pods/crashy/status "$(cat "$TMP/crashy.json")" >/dev/null
 
 # expected_rows WIDE: NAME|READY|STATUS|RESTARTS[|IP|NODE|NOMINATED|GATES] per pod in default,
 # computed from the pod JSON as printPod does for these pods (no init containers).
@@ -133,15 +70,15 @@ watches_open() {
 }
 
 kc() {
-  timeout 30 "$KUBECTL" --server "$1" --cache-dir "$DIR/cache-$2" --request-timeout=20s \
+  timeout 30 "$KUBECTL" --server "$1" --cache-dir "$TMP/cache-$2" --request-timeout=20s \
     -n default "${@:3}"
 }
 
 check_target() {
   local label=$1 url=$2 out want got age_ok hdr
   # ---- get pods --------------------------------------------------------------------
-  out="$DIR/$label-get.txt"
-  kc "$url" "$label" get pods >"$out" 2>"$DIR/$label-get.err"
+  out="$TMP/$label-get.txt"
+  kc "$url" "$label" get pods >"$out" 2>"$TMP/$label-get.err"
   hdr=$(head -n 1 "$out" | tr -s ' ')
   want=$(expected_rows 0)
   got=$(rows "$out")
@@ -149,13 +86,13 @@ check_target() {
   verdict "[$label] kubectl get pods: NAME READY STATUS RESTARTS AGE, rows as printPod" \
     "$([ "$hdr" = "NAME READY STATUS RESTARTS AGE" ] && [ "$got" = "$want" ] && [ "$age_ok" = 1 ] && echo 1)" \
     "header: $hdr" "diff (expected vs kubectl): $(diff <(echo "$want") <(echo "$got") | head -n 12)" \
-    "stderr: $(head -c 400 "$DIR/$label-get.err")"
+    "stderr: $(head -c 400 "$TMP/$label-get.err")"
   got=$(grep '^crashy ' "$out" | sed -E 's/  +/|/g')
   verdict "[$label] CrashLoopBackOff pod: 1/2, CrashLoopBackOff, 3 (7m.. ago)" \
     "$(echo "$got" | grep -Eq '^crashy\|1/2\|CrashLoopBackOff\|3 \(7m[0-9]*s? ago\)\|[0-9]+s$' && echo 1)" "row: $got"
 
   # ---- -o wide -----------------------------------------------------------------------
-  out="$DIR/$label-wide.txt"
+  out="$TMP/$label-wide.txt"
   kc "$url" "$label" get pods -o wide >"$out" 2>&1
   hdr=$(head -n 1 "$out" | tr -s ' ')
   want=$(expected_rows 1)
@@ -165,7 +102,7 @@ check_target() {
     "header: $hdr" "diff: $(diff <(echo "$want") <(echo "$got") | head -n 12)"
 
   # ---- -o yaml (plain JSON from the server, converted by kubectl) ----------------------
-  out="$DIR/$label-yaml.txt"
+  out="$TMP/$label-yaml.txt"
   kc "$url" "$label" get pods -o yaml >"$out" 2>&1
   want=$(sim_api GET /api/v1/namespaces/default/pods | jq -r '.items[] | "\(.metadata.name) \(.metadata.resourceVersion) \(.spec.nodeName // "")"' | sort)
   got=$(/usr/bin/python3 -c 'import sys, yaml
@@ -179,9 +116,9 @@ for i in d["items"]:
 
   # ---- -w and --watch-only ----------------------------------------------------------------
   local probe="probe-$label" w_pid wo_pid i
-  kc "$url" "$label" get pods -w >"$DIR/$label-w.txt" 2>&1 &
+  kc "$url" "$label" get pods -w >"$TMP/$label-w.txt" 2>&1 &
   w_pid=$!
-  kc "$url" "$label" get pods --watch-only >"$DIR/$label-wo.txt" 2>&1 &
+  kc "$url" "$label" get pods --watch-only >"$TMP/$label-wo.txt" 2>&1 &
   wo_pid=$!
   for ((i = 0; i < 300; i++)); do # kubectl lists, then watches: wait for both watches
     [ "$(watches_open "$label")" -ge 2 ] && break
@@ -190,27 +127,27 @@ for i in d["items"]:
   sim_api POST /api/v1/namespaces/default/pods \
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$probe\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}" >/dev/null
   sim_api GET "/api/v1/namespaces/default/pods/$probe" |
-    jq -c '.status = {phase: "Running", containerStatuses: [{name: "c", ready: true, restartCount: 0, state: {running: {}}}]}' >"$DIR/$probe.json"
-  sim_api PUT "/api/v1/namespaces/default/pods/$probe/status" "$(cat "$DIR/$probe.json")" >/dev/null
+    jq -c '.status = {phase: "Running", containerStatuses: [{name: "c", ready: true, restartCount: 0, state: {running: {}}}]}' >"$TMP/$probe.json"
+  sim_api PUT "/api/v1/namespaces/default/pods/$probe/status" "$(cat "$TMP/$probe.json")" >/dev/null
   for ((i = 0; i < 200; i++)); do
-    grep -q "^$probe .*Running" "$DIR/$label-w.txt" && grep -q "^$probe .*Running" "$DIR/$label-wo.txt" && break
+    grep -q "^$probe .*Running" "$TMP/$label-w.txt" && grep -q "^$probe .*Running" "$TMP/$label-wo.txt" && break
     sleep 0.05
   done
-  stop "$w_pid" ""
-  stop "$wo_pid" ""
+  stop_pid "$w_pid" 5
+  stop_pid "$wo_pid" 5
   local n_list n_pods
   n_pods=$(sim_api GET /api/v1/namespaces/default/pods | jq '[.items[] | select(.metadata.name != "'"$probe"'")] | length')
-  n_list=$(tail -n +2 "$DIR/$label-w.txt" | grep -vc "^$probe ")
-  got=$(grep "^$probe " "$DIR/$label-w.txt" | sed -E 's/  +/|/g; s/\|[0-9]+s$//')
+  n_list=$(tail -n +2 "$TMP/$label-w.txt" | grep -vc "^$probe ")
+  got=$(grep "^$probe " "$TMP/$label-w.txt" | sed -E 's/  +/|/g; s/\|[0-9]+s$//')
   verdict "[$label] kubectl get pods -w: the list, then the new pod's rows (0/1, then 1/1 Running)" \
-    "$([ "$(head -n 1 "$DIR/$label-w.txt" | tr -s ' ')" = "NAME READY STATUS RESTARTS AGE" ] && [ "$n_list" = "$n_pods" ] &&
+    "$([ "$(head -n 1 "$TMP/$label-w.txt" | tr -s ' ')" = "NAME READY STATUS RESTARTS AGE" ] && [ "$n_list" = "$n_pods" ] &&
       [ "$(printf '%s\n' "$got" | head -n 1)" = "$probe|0/1|0" ] && [ "$(printf '%s\n' "$got" | tail -n 1)" = "$probe|1/1|Running|0" ] && echo 1)" \
-    "initial rows $n_list (server has $n_pods)" "probe rows: $got" "output: $(head -c 900 "$DIR/$label-w.txt")"
-  got=$(tail -n +2 "$DIR/$label-wo.txt" | sed -E 's/  +/|/g; s/\|[0-9]+s$//')
+    "initial rows $n_list (server has $n_pods)" "probe rows: $got" "output: $(head -c 900 "$TMP/$label-w.txt")"
+  got=$(tail -n +2 "$TMP/$label-wo.txt" | sed -E 's/  +/|/g; s/\|[0-9]+s$//')
   verdict "[$label] kubectl get pods --watch-only: header, then only the new pod's rows" \
-    "$([ "$(head -n 1 "$DIR/$label-wo.txt" | tr -s ' ')" = "NAME READY STATUS RESTARTS AGE" ] &&
+    "$([ "$(head -n 1 "$TMP/$label-wo.txt" | tr -s ' ')" = "NAME READY STATUS RESTARTS AGE" ] &&
       [ "$(printf '%s\n' "$got" | grep -vc "^$probe|")" = 0 ] && [ "$(printf '%s\n' "$got" | tail -n 1)" = "$probe|1/1|Running|0" ] && echo 1)" \
-    "output: $(head -c 900 "$DIR/$label-wo.txt")"
+    "output: $(head -c 900 "$TMP/$label-wo.txt")"
   sim_api DELETE "/api/v1/namespaces/default/pods/$probe" >/dev/null
 }
 

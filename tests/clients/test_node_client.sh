@@ -27,28 +27,22 @@ KWP_BIN="${KWP_BIN:-build/kwp}"
 NODE="${NODE:-node}"
 NS=default
 
-pass=0
-fail=0
-KWP_PIDS=()
-KWP_NAMES=()
-DRAIN_PIDS=()
 INF_PID=""
 FROZEN_PID="" # kwp proxy while SIGSTOPped (section 3): thawed at exit
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-node-XXXXXX")"
 STATE="$TMP/informer.json"
 
-# ok, bad, stop_pid, start_kwp, kwp_finish
+# ok, bad, stop_pid, start_sim_proxy, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# the informer stops before the servers it talks to
+# a proxy left frozen (SIGSTOP) by a failed section 3 is thawed before anything stops; the
+# informer stops before the servers it talks to
 kwp_before_finish() {
   if [ -n "$FROZEN_PID" ]; then
     kill -CONT "$FROZEN_PID"
   fi
-  if [ -n "$INF_PID" ]; then
-    stop_pid "$INF_PID" 5
-  fi
 }
+STOP_FIRST=(INF_PID)
 trap kwp_finish EXIT
 
 # req METHOD URL [JSON [CONTENT_TYPE]]: body on stdout, status code in $TMP/code.
@@ -139,25 +133,8 @@ fi
 ok "node, @kubernetes/client-node, undici: $ver"
 
 t0=$SECONDS
-start_kwp sim sim --listen 127.0.0.1:0 --objects 10 --namespaces 2 --seed 5 --churn 0 \
-  --compaction-interval 0
-SIM="$URL"
-start_kwp proxy proxy --upstream "$SIM" --listen 127.0.0.1:0 --resources pods \
-  --history-min 5 --history-max 5 --history-window 0
-PROXY="$URL"
-code=""
-deadline=$((SECONDS + 10))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$PROXY/readyz")"
-  [ "$code" = 200 ] && break
-  sleep 0.1
-done
-if [ "$code" = 200 ]; then
-  ok "kwp sim at $SIM, kwp proxy at $PROXY ready"
-else
-  bad "kwp proxy /readyz 200 within 10 s" "last code $code" "$(tail -n 20 "$TMP/proxy.log")"
-  exit 1
-fi
+start_sim_proxy --objects 10 --namespaces 2 --seed 5 --churn 0 --compaction-interval 0 -- \
+  --resources pods --history-min 5 --history-max 5 --history-window 0
 
 # ---- 1. initial list -------------------------------------------------------------------------
 (cd "$HERE/node" && exec "$NODE" informer.mjs "$PROXY" "$STATE" 200) \

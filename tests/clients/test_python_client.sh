@@ -23,14 +23,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KWP_BIN="${KWP_BIN:-build/kwp}"
 PY="${KWP_PYTHON:-/usr/bin/python3}"
 
-pass=0
-fail=0
-KWP_PIDS=()
-KWP_NAMES=()
-DRAIN_PIDS=()
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-python-XXXXXX")"
 
-# ok, bad, stop_pid, start_kwp, kwp_finish
+# ok, bad, stop_pid, start_sim_proxy, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap kwp_finish EXIT
 
@@ -45,26 +40,8 @@ fi
 ok "$PY imports kubernetes $ver"
 
 t0=$SECONDS
-start_kwp sim sim --listen 127.0.0.1:0 --objects 10 --namespaces 2 --seed 7 --churn 0 \
-  --compaction-interval 0
-SIM="$URL"
-start_kwp proxy proxy --upstream "$SIM" --listen 127.0.0.1:0 --resources pods \
-  --history-min 5 --history-max 5 --history-window 0
-PROXY="$URL"
-
-code=""
-deadline=$((SECONDS + 10))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$PROXY/readyz")"
-  [ "$code" = 200 ] && break
-  sleep 0.1
-done
-if [ "$code" = 200 ]; then
-  ok "kwp sim at $SIM, kwp proxy at $PROXY ready"
-else
-  bad "kwp proxy /readyz 200 within 10 s" "last code $code" "$(tail -n 20 "$TMP/proxy.log")"
-  exit 1
-fi
+start_sim_proxy --objects 10 --namespaces 2 --seed 7 --churn 0 --compaction-interval 0 -- \
+  --resources pods --history-min 5 --history-max 5 --history-window 0
 
 timeout 120 "$PY" "$HERE/python/watch_client.py" "$PROXY" "$SIM" >"$TMP/client.out" 2>"$TMP/client.err"
 rc=$?
