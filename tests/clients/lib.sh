@@ -1,8 +1,19 @@
-# lib.sh - shared helpers of the real-client tests (sourced, not run): ok/bad (PASS/FAIL lines
-# and counts), stop_pid, start_kwp and kwp_finish. The caller sets KWP_BIN and TMP (a fresh
-# directory), declares pass=0 fail=0 KWP_PIDS=() KWP_NAMES=() DRAIN_PIDS=(), and, to use
-# start_kwp/kwp_finish, installs `trap kwp_finish EXIT`. An optional kwp_before_finish function runs first at exit
-# (to stop the client before the servers). Only processes started here are signalled, by PID.
+# lib.sh - shared helpers of the real-client tests (sourced, not run): ok/bad/verdict (PASS/FAIL
+# lines and counts), stop_pid, start_kwp, wait_ready, start_sim_proxy and kwp_finish. The caller
+# sets KWP_BIN and TMP (a fresh directory) before sourcing it, and, to use start_kwp/kwp_finish,
+# installs `trap kwp_finish EXIT`. At exit, clients stop before the servers they talk to: an
+# optional kwp_before_finish function runs first, then every variable named in STOP_FIRST that
+# holds a PID (a script empties it once it stopped that process itself) is stopped. Only
+# processes started here are signalled, by PID.
+
+# The PASS/FAIL counts, and the kwp processes start_kwp started (with their names and the
+# stdout drains) for kwp_finish.
+pass=0
+fail=0
+KWP_PIDS=()
+KWP_NAMES=()
+DRAIN_PIDS=()
+STOP_FIRST=()
 
 ok() {
   echo "PASS: $1"
@@ -17,6 +28,17 @@ bad() {
     echo "      $line"
   done
   fail=$((fail + 1))
+}
+
+# verdict NAME OK [DETAIL...]: ok NAME when OK is 1, else bad NAME DETAIL...
+verdict() {
+  local name="$1" good="$2"
+  shift 2
+  if [ "$good" = 1 ]; then
+    ok "$name"
+  else
+    bad "$name" "$@"
+  fi
 }
 
 # stop_pid PID SECONDS: TERM, wait up to SECONDS, then KILL. Sets STOP_RC to its exit status.
@@ -45,6 +67,11 @@ kwp_finish() {
   if declare -F kwp_before_finish >/dev/null; then
     kwp_before_finish
   fi
+  for i in "${STOP_FIRST[@]}"; do
+    if [ -n "${!i:-}" ]; then
+      stop_pid "${!i}" 5
+    fi
+  done
   # Newest first: the proxy before its upstream.
   for ((i = ${#KWP_PIDS[@]} - 1; i >= 0; i--)); do
     stop_pid "${KWP_PIDS[$i]}" 5
@@ -94,6 +121,43 @@ start_kwp() {
   exec 3<&-
   if [ -z "$URL" ]; then
     bad "kwp $name prints its URL within 5 s" "log: $(tail -n 20 "$TMP/$name.log")"
+    exit 1
+  fi
+}
+
+# wait_ready URL SECONDS: polls URL/readyz (curl, any scheme; extra curl options may follow)
+# until it answers 200, at most SECONDS. Status 0 when it did; READY_CODE holds the last code.
+wait_ready() {
+  local url="$1" secs="$2" deadline
+  shift 2
+  deadline=$((SECONDS + secs))
+  while :; do
+    READY_CODE="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "$url/readyz")"
+    [ "$READY_CODE" = 200 ] && return 0
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
+# start_sim_proxy SIM_ARGS... -- PROXY_ARGS...: `kwp sim` then `kwp proxy --upstream` it, both
+# on 127.0.0.1 port 0; sets SIM and PROXY. PASS once the proxy's /readyz answers 200 (30 s
+# bound), else FAIL and exit.
+start_sim_proxy() {
+  local sim_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    sim_args+=("$1")
+    shift
+  done
+  [ $# -gt 0 ] && shift
+  start_kwp sim sim --listen 127.0.0.1:0 "${sim_args[@]}"
+  SIM="$URL"
+  start_kwp proxy proxy --listen 127.0.0.1:0 --upstream "$SIM" "$@"
+  PROXY="$URL"
+  if wait_ready "$PROXY" 30; then
+    ok "kwp sim at $SIM, kwp proxy at $PROXY ready"
+  else
+    bad "kwp proxy /readyz 200 within 30 s" "last code $READY_CODE" \
+      "$(tail -n 20 "$TMP/proxy.log")"
     exit 1
   fi
 }

@@ -6,129 +6,98 @@
 # --client-key). Uses openssl, curl and python3 (a free port).
 set -uo pipefail
 KWP_BIN="${KWP_BIN:-build/kwp}"
-dir="$(mktemp -d)"
-pids=()
-passed=0
-failed=0
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-https-XXXXXX")"
+S_SERVER_PID=""
 
-check() { # NAME COND...
+# ok, bad, stop_pid, start_kwp, wait_ready, kwp_finish
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+STOP_FIRST=(S_SERVER_PID) # openssl s_server is not kwp: its exit status is not checked
+trap kwp_finish EXIT
+
+check() { # NAME COMMAND...: PASS when COMMAND succeeds
   local name="$1"
   shift
   if "$@"; then
-    echo "PASS $name"
-    passed=$((passed + 1))
+    ok "$name"
   else
-    echo "FAIL $name"
-    failed=$((failed + 1))
+    bad "$name"
   fi
 }
 
-# start NAME ARGS... : runs kwp, waits for its "listening on" line (5 s), sets $url
-start() {
-  local name="$1" i
-  shift
-  "$KWP_BIN" "$@" >"$dir/$name.out" 2>"$dir/$name.err" &
-  pids+=($!)
-  for i in $(seq 1 50); do
-    url="$(sed -n 's/^listening on //p' "$dir/$name.out" | head -1)"
-    [ -n "$url" ] && return 0
-    sleep 0.1
-  done
-  echo "FAIL $name did not start"; cat "$dir/$name.err"
-  exit 1
-}
-
-wait_ready() { # URL: /readyz 200 within 10 s
-  local i
-  for i in $(seq 1 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/readyz")" = 200 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/key.pem" -out "$dir/cert.pem" -days 2 \
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/key.pem" -out "$TMP/cert.pem" -days 2 \
   -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/other.key" -out "$dir/other.pem" -days 2 \
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/other.key" -out "$TMP/other.pem" -days 2 \
   -subj "/CN=other" 2>/dev/null
-echo "s3cret" >"$dir/token"
-echo "wrong" >"$dir/badtoken"
+echo "s3cret" >"$TMP/token"
+echo "wrong" >"$TMP/badtoken"
 
-start sim sim --listen 127.0.0.1:0 --objects 7 --tls-cert-file "$dir/cert.pem" \
-  --tls-key-file "$dir/key.pem" --token s3cret
-sim="$url"
+start_kwp sim sim --listen 127.0.0.1:0 --objects 7 --tls-cert-file "$TMP/cert.pem" \
+  --tls-key-file "$TMP/key.pem" --token s3cret
+sim="$URL"
 check "simulator serves https" test "${sim#https://}" != "$sim"
-code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/cert.pem" -H 'User-Agent: t' "$sim/api/v1/pods")
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/cert.pem" -H 'User-Agent: t' "$sim/api/v1/pods")
 check "upstream without a token answers 401" test "$code" = 401
 
 H=(-s -H 'User-Agent: t')
-start good proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$dir/cert.pem" \
-  --token-file "$dir/token" --resources pods
-good="$url"
-check "proxy with CA and token becomes ready" wait_ready "$good"
+start_kwp good proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$TMP/cert.pem" \
+  --token-file "$TMP/token" --resources pods
+good="$URL"
+check "proxy with CA and token becomes ready" wait_ready "$good" 10
 n=$(curl "${H[@]}" "$good/api/v1/pods?resourceVersion=0" | grep -o '"name":"pod-[0-9]*"' | wc -l)
 check "LIST rv=0 through the https upstream has the 7 pods (got $n)" test "$n" = 7
 code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$good/api/v1/namespaces/default/configmaps")
 check "forwarded request carries the token (got $code)" test "$code" = 200
 
-start insecure proxy --listen 127.0.0.1:0 --upstream "$sim" --insecure-skip-tls-verify \
+start_kwp insecure proxy --listen 127.0.0.1:0 --upstream "$sim" --insecure-skip-tls-verify \
   --token s3cret --resources pods
-check "--insecure-skip-tls-verify connects without a CA" wait_ready "$url"
+check "--insecure-skip-tls-verify connects without a CA" wait_ready "$URL" 10
 
-start badca proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$dir/other.pem" \
-  --token-file "$dir/token" --resources pods
-badca="$url"
+start_kwp badca proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$TMP/other.pem" \
+  --token-file "$TMP/token" --resources pods
+badca="$URL"
 sleep 2
 code=$(curl -s -o /dev/null -w '%{http_code}' "$badca/readyz")
 check "wrong CA: not ready (got $code)" test "$code" = 503
-code=$(curl "${H[@]}" -o "$dir/badca.body" -w '%{http_code}' "$badca/version")
+code=$(curl "${H[@]}" -o "$TMP/badca.body" -w '%{http_code}' "$badca/version")
 check "wrong CA: forwarded request gets a 503 Status (got $code)" \
-  grep -q '"reason":"ServiceUnavailable"' "$dir/badca.body"
+  grep -q '"reason":"ServiceUnavailable"' "$TMP/badca.body"
 
-start badtok proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$dir/cert.pem" \
-  --token-file "$dir/badtoken" --resources pods
+start_kwp badtok proxy --listen 127.0.0.1:0 --upstream "$sim" --ca-file "$TMP/cert.pem" \
+  --token-file "$TMP/badtoken" --resources pods
 sleep 2
-code=$(curl -s -o /dev/null -w '%{http_code}' "$url/readyz")
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")
 check "wrong token: not ready (got $code)" test "$code" = 503
-code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces")
+code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$URL/api/v1/namespaces")
 check "wrong token: upstream's 401 is passed through (got $code)" test "$code" = 401
-check "proxies still running" kill -0 "${pids[1]}" "${pids[2]}" "${pids[3]}" "${pids[4]}"
+check "proxies still running" kill -0 "${KWP_PIDS[1]}" "${KWP_PIDS[2]}" "${KWP_PIDS[3]}" "${KWP_PIDS[4]}"
 
 # Client certificates (--client-cert/--client-key): `openssl s_server -Verify 1` refuses any
 # client without a certificate signed by the CA; with -www it answers every GET with 200.
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 \
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 2 \
   -subj "/CN=kwp-test-ca" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$dir/srv.key" -out "$dir/srv.csr" -subj "/CN=127.0.0.1" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext"
-openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-  -out "$dir/srv.pem" -days 2 -extfile "$dir/san.ext" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout "$dir/cli.key" -out "$dir/cli.csr" -subj "/CN=kwp" 2>/dev/null
-openssl x509 -req -in "$dir/cli.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-  -out "$dir/cli.pem" -days 2 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$TMP/srv.key" -out "$TMP/srv.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
+openssl x509 -req -in "$TMP/srv.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
+  -out "$TMP/srv.pem" -days 2 -extfile "$TMP/san.ext" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout "$TMP/cli.key" -out "$TMP/cli.csr" -subj "/CN=kwp" 2>/dev/null
+openssl x509 -req -in "$TMP/cli.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
+  -out "$TMP/cli.pem" -days 2 2>/dev/null
 mtls_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-openssl s_server -accept "127.0.0.1:$mtls_port" -cert "$dir/srv.pem" -key "$dir/srv.key" \
-  -CAfile "$dir/ca.pem" -Verify 1 -www -quiet >"$dir/s_server.log" 2>&1 &
-pids+=($!)
+openssl s_server -accept "127.0.0.1:$mtls_port" -cert "$TMP/srv.pem" -key "$TMP/srv.key" \
+  -CAfile "$TMP/ca.pem" -Verify 1 -www -quiet >"$TMP/s_server.log" 2>&1 &
+S_SERVER_PID=$!
 for i in $(seq 1 50); do
-  curl -s -o /dev/null --cacert "$dir/ca.pem" --cert "$dir/cli.pem" --key "$dir/cli.key" \
+  curl -s -o /dev/null --cacert "$TMP/ca.pem" --cert "$TMP/cli.pem" --key "$TMP/cli.key" \
     "https://127.0.0.1:$mtls_port/" && break
   sleep 0.1
 done
-start mtls proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
-  --ca-file "$dir/ca.pem" --client-cert "$dir/cli.pem" --client-key "$dir/cli.key"
-code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$url/version")
+start_kwp mtls proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
+  --ca-file "$TMP/ca.pem" --client-cert "$TMP/cli.pem" --client-key "$TMP/cli.key"
+code=$(curl "${H[@]}" -o /dev/null -w '%{http_code}' "$URL/version")
 check "client certificate accepted by a server that requires one (got $code)" test "$code" = 200
-start nocert proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
-  --ca-file "$dir/ca.pem"
-code=$(curl "${H[@]}" -o "$dir/nocert.body" -w '%{http_code}' "$url/version")
+start_kwp nocert proxy --listen 127.0.0.1:0 --upstream "https://127.0.0.1:$mtls_port" \
+  --ca-file "$TMP/ca.pem"
+code=$(curl "${H[@]}" -o "$TMP/nocert.body" -w '%{http_code}' "$URL/version")
 check "without --client-cert the handshake fails: 503 Status (got $code)" \
-  grep -q '"reason":"ServiceUnavailable"' "$dir/nocert.body"
-
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+  grep -q '"reason":"ServiceUnavailable"' "$TMP/nocert.body"

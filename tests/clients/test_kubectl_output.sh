@@ -17,35 +17,16 @@ set -uo pipefail
 KWP_BIN="${KWP_BIN:-build/kwp}"
 KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-output-XXXXXX")"
-pass=0
-fail=0
-KWP_PIDS=()
-KWP_NAMES=()
-DRAIN_PIDS=()
 
-# ok, bad, stop_pid, start_kwp, kwp_finish
+# ok, bad, verdict, stop_pid, start_sim_proxy, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap kwp_finish EXIT
 
-# verdict NAME OK [DETAIL...]: ok when OK is 1, else bad with the details.
-verdict() {
-  local name=$1 cond=$2
-  shift 2
-  if [ "$cond" = 1 ]; then ok "$name"; else bad "$name" "$@"; fi
-}
+[ -x "$KUBECTL" ] || { verdict "kubectl at $KUBECTL" 0; exit 1; }
+[ -x "$KWP_BIN" ] || { verdict "kwp binary at $KWP_BIN" 0; exit 1; }
 
-[ -x "$KUBECTL" ] || { bad "kubectl at $KUBECTL"; exit 1; }
-[ -x "$KWP_BIN" ] || { bad "kwp binary at $KWP_BIN"; exit 1; }
-
-start_kwp sim sim --listen 127.0.0.1:0 --objects 12 --namespaces 2 --seed 11 --churn 0 \
-  --resource batch/v1/jobs
-SIM=$URL
-start_kwp proxy proxy --listen 127.0.0.1:0 --upstream "$SIM" --resources pods,configmaps
-PROXY=$URL
-for ((i = 0; i < 200; i++)); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$PROXY/readyz")" = 200 ] && break
-  sleep 0.05
-done
+start_sim_proxy --objects 12 --namespaces 2 --seed 11 --churn 0 --resource batch/v1/jobs -- \
+  --resources pods,configmaps
 
 # sim_api METHOD PATH [BODY]: the simulator's own view (neutral User-Agent: compact JSON).
 sim_api() {

@@ -12,85 +12,23 @@ set -uo pipefail
 
 KWP_BIN="${KWP_BIN:-build/kwp}"
 KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-proxy-XXXXXX")"
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-proxy-XXXXXX")"
 NS=default
-npass=0
-nfail=0
-sim_pid=""
-proxy_pid=""
 kwatch_pid=""
-halted=0
 
-pass() {
-  printf 'PASS: %s\n' "$1"
-  npass=$((npass + 1))
-}
+# ok, bad, stop_pid, start_sim_proxy, kwp_finish
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# fail NAME DETAIL...
-fail() {
-  printf 'FAIL: %s\n' "$1"
-  shift
-  printf '      %s\n' "$@"
-  nfail=$((nfail + 1))
-}
+STOP_FIRST=(kwatch_pid) # kubectl's watch, before the servers it talks to
+trap kwp_finish EXIT
 
-# halt PID: SIGTERM, up to 5 s, then SIGKILL; its exit status goes to $halted (run it in
-# this shell, not in $(...): only the parent can wait for its child).
-halt() {
-  local pid=$1 t
-  kill -TERM "$pid" 2>/dev/null
-  for t in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  halted=$?
-}
-
-cleanup() {
-  trap - EXIT
-  [ -n "$kwatch_pid" ] && halt "$kwatch_pid"
-  if [ -n "$proxy_pid" ]; then
-    halt "$proxy_pid"
-    if [ "$halted" = 0 ]; then pass "kwp proxy exits 0 on SIGTERM"; else
-      fail "kwp proxy exits 0 on SIGTERM" "status $halted" "$(tail -n 15 "$WORK/proxy.err")"
-    fi
-  fi
-  if [ -n "$sim_pid" ]; then
-    halt "$sim_pid"
-    if [ "$halted" = 0 ]; then pass "kwp sim exits 0 on SIGTERM"; else
-      fail "kwp sim exits 0 on SIGTERM" "status $halted" "$(tail -n 15 "$WORK/sim.err")"
-    fi
-  fi
-  if [ "$nfail" -eq 0 ]; then rm -rf "$WORK"; else echo "logs kept in $WORK"; fi
-  echo "$npass passed, $nfail failed"
-  [ "$nfail" -eq 0 ]
-  exit $?
-}
-trap cleanup EXIT
-
-# url_from FILE: waits (5 s) for "listening on URL" in FILE and prints URL.
-url_from() {
-  local t line
-  for t in $(seq 1 100); do
-    line=$(grep -m1 '^listening on ' "$1" 2>/dev/null)
-    if [ -n "$line" ]; then
-      echo "${line#listening on }"
-      return 0
-    fi
-    sleep 0.05
-  done
-  return 1
-}
-
-# http BASE PATH [curl args...]: body on stdout, status in $WORK/status.
+# http BASE PATH [curl args...]: body on stdout, status in $TMP/status.
 http() {
   local base=$1 path=$2
   shift 2
   curl -sS --max-time 15 -A kwp-kubectl-proxy-test -H 'Accept: application/json' \
-    -o "$WORK/resp" -w '%{http_code}' "$@" "$base$path" >"$WORK/status"
-  cat "$WORK/resp"
+    -o "$TMP/resp" -w '%{http_code}' "$@" "$base$path" >"$TMP/status"
+  cat "$TMP/resp"
 }
 
 # metric NAME RESOURCE: a kwp_* series of the proxy (empty when absent).
@@ -100,39 +38,15 @@ metric() {
 
 for exe in "$KUBECTL" "$KWP_BIN"; do
   if [ ! -x "$exe" ]; then
-    fail "$exe is executable" "set KWP_BIN / KUBECTL"
+    bad "$exe is executable" "set KWP_BIN / KUBECTL"
     exit 1
   fi
 done
 
 # ---- sim, then the proxy in front of it -----------------------------------------------------
-"$KWP_BIN" sim --listen 127.0.0.1:0 --objects 15 --namespaces 2 --seed 7 --churn 0 \
-  >"$WORK/sim.out" 2>"$WORK/sim.err" &
-sim_pid=$!
-if ! SIM=$(url_from "$WORK/sim.out"); then
-  fail "kwp sim prints its URL within 5 s" "$(tail -n 15 "$WORK/sim.err")"
-  exit 1
-fi
-"$KWP_BIN" proxy --listen 127.0.0.1:0 --upstream "$SIM" --resources pods,configmaps \
-  >"$WORK/proxy.out" 2>"$WORK/proxy.err" &
-proxy_pid=$!
-if ! PROXY=$(url_from "$WORK/proxy.out"); then
-  fail "kwp proxy prints its URL within 5 s" "$(tail -n 15 "$WORK/proxy.err")"
-  exit 1
-fi
-ready=""
-for t in $(seq 1 300); do
-  http "$PROXY" /readyz >/dev/null 2>&1
-  if [ "$(cat "$WORK/status")" = 200 ]; then ready=1; break; fi
-  sleep 0.1
-done
-if [ -z "$ready" ]; then
-  fail "kwp proxy ready within 30 s" "$(cat "$WORK/resp")" "$(tail -n 15 "$WORK/proxy.err")"
-  exit 1
-fi
-pass "kwp proxy $PROXY ready in front of kwp sim $SIM"
+start_sim_proxy --objects 15 --namespaces 2 --seed 7 --churn 0 -- --resources pods,configmaps
 
-cat >"$WORK/kubeconfig" <<EOF
+cat >"$TMP/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -146,26 +60,26 @@ users:
 - name: nobody
   user: {}
 EOF
-KC=("$KUBECTL" --kubeconfig "$WORK/kubeconfig" --cache-dir "$WORK/kube-cache" --request-timeout=20s)
+KC=("$KUBECTL" --kubeconfig "$TMP/kubeconfig" --cache-dir "$TMP/kube-cache" --request-timeout=20s)
 
 # ---- get pods -A ------------------------------------------------------------------------------
 expected=$(http "$SIM" /api/v1/pods | jq -r '.items[] | .metadata.namespace + " " + .metadata.name' | sort)
-timeout 30 "${KC[@]}" get pods -A --no-headers >"$WORK/kc.out" 2>"$WORK/kc.err"
+timeout 30 "${KC[@]}" get pods -A --no-headers >"$TMP/kc.out" 2>"$TMP/kc.err"
 rc=$?
-listed=$(awk '{ print $1 " " $2 }' "$WORK/kc.out" | sort)
+listed=$(awk '{ print $1 " " $2 }' "$TMP/kc.out" | sort)
 count=$(printf '%s\n' "$expected" | grep -c .)
 if [ "$count" -eq 15 ] && [ "$listed" = "$expected" ]; then
-  pass "kubectl get pods -A through the proxy lists the sim's $count pods"
+  ok "kubectl get pods -A through the proxy lists the sim's $count pods"
 else
-  fail "kubectl get pods -A through the proxy lists the sim's pods" "rc=$rc, sim has $count" \
-    "stderr: $(head -c 400 "$WORK/kc.err")" \
+  bad "kubectl get pods -A through the proxy lists the sim's pods" "rc=$rc, sim has $count" \
+    "stderr: $(head -c 400 "$TMP/kc.err")" \
     "diff sim/kubectl: $(diff <(echo "$expected") <(echo "$listed") | head -n 8 | tr '\n' ' ')"
 fi
 
 # ---- get pods -w sees a pod created through the proxy ---------------------------------------
 before=$(metric kwp_watches_open pods)
 up_before=$(http "$SIM" /_sim/stats | jq '.resources.pods.watches')
-timeout 60 "${KC[@]}" get pods -w >"$WORK/watch.out" 2>"$WORK/watch.err" &
+timeout 60 "${KC[@]}" get pods -w >"$TMP/watch.out" 2>"$TMP/watch.err" &
 kwatch_pid=$!
 for t in $(seq 1 200); do
   [ "$(metric kwp_watches_open pods)" -gt "${before:-0}" ] 2>/dev/null && break
@@ -175,25 +89,25 @@ done
 opened=$(metric kwp_watches_open pods)
 pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"via-proxy","labels":{"app":"probe"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}'
 http "$PROXY" "/api/v1/namespaces/$NS/pods" -X POST -H 'Content-Type: application/json' --data "$pod" >/dev/null
-created=$(cat "$WORK/status")
+created=$(cat "$TMP/status")
 for t in $(seq 1 150); do
-  grep -q '^via-proxy ' "$WORK/watch.out" && break
+  grep -q '^via-proxy ' "$TMP/watch.out" && break
   sleep 0.1
 done
 at_sim=$(http "$SIM" "/api/v1/namespaces/$NS/pods/via-proxy" | jq -r '.metadata.name // empty')
 stats=$(http "$SIM" /_sim/stats)
 up_open=$(echo "$stats" | jq '.resources.pods.watches_open')
 up_after=$(echo "$stats" | jq '.resources.pods.watches')
-if grep -q '^via-proxy ' "$WORK/watch.out" && [ "$created" = 201 ] && [ "$at_sim" = via-proxy ] &&
+if grep -q '^via-proxy ' "$TMP/watch.out" && [ "$created" = 201 ] && [ "$at_sim" = via-proxy ] &&
   [ "$opened" -gt "${before:-0}" ] && [ "$up_open" = 1 ] && [ "$up_after" = "$up_before" ]; then
-  pass "kubectl get pods -w sees a pod created through the proxy (one upstream watch)"
+  ok "kubectl get pods -w sees a pod created through the proxy (one upstream watch)"
 else
-  fail "kubectl get pods -w sees a pod created through the proxy" \
+  bad "kubectl get pods -w sees a pod created through the proxy" \
     "POST through the proxy: HTTP $created; at the sim: '$at_sim'" \
     "proxy kwp_watches_open{pods} $before -> $opened; sim pods watches_open $up_open, watches $up_before -> $up_after" \
-    "kubectl: $(head -c 600 "$WORK/watch.out" | tr '\n' '|')" "stderr: $(head -c 300 "$WORK/watch.err")"
+    "kubectl: $(head -c 600 "$TMP/watch.out" | tr '\n' '|')" "stderr: $(head -c 300 "$TMP/watch.err")"
 fi
-halt "$kwatch_pid"
+stop_pid "$kwatch_pid" 5
 kwatch_pid=""
 
 # ---- create / label / delete a configmap through the proxy ----------------------------------
@@ -204,25 +118,25 @@ cm_at_sim() {
 out=$(timeout 30 "${KC[@]}" create configmap via-proxy --from-literal=k=v 2>&1)
 rc=$?
 obj=$(cm_at_sim)
-code=$(cat "$WORK/status")
+code=$(cat "$TMP/status")
 rv1=$(echo "$obj" | jq -r '.metadata.resourceVersion // 0' 2>/dev/null)
 if [ "$rc" -eq 0 ] && [ "$out" = "configmap/via-proxy created" ] && [ "$code" = 200 ] &&
   [ "$(echo "$obj" | jq -r '.data.k' 2>/dev/null)" = v ]; then
-  pass "kubectl create configmap through the proxy (the sim holds data.k=v)"
+  ok "kubectl create configmap through the proxy (the sim holds data.k=v)"
 else
-  fail "kubectl create configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
+  bad "kubectl create configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
 fi
 
 out=$(timeout 30 "${KC[@]}" label configmap via-proxy tier=gold 2>&1)
 rc=$?
 obj=$(cm_at_sim)
-code=$(cat "$WORK/status")
+code=$(cat "$TMP/status")
 rv2=$(echo "$obj" | jq -r '.metadata.resourceVersion // 0' 2>/dev/null)
 if [ "$rc" -eq 0 ] && [ "$out" = "configmap/via-proxy labeled" ] && [ "$code" = 200 ] &&
   [ "$(echo "$obj" | jq -r '.metadata.labels.tier' 2>/dev/null)" = gold ] && [ "$rv2" -gt "$rv1" ]; then
-  pass "kubectl label configmap through the proxy (the sim holds tier=gold, rv $rv1 -> $rv2)"
+  ok "kubectl label configmap through the proxy (the sim holds tier=gold, rv $rv1 -> $rv2)"
 else
-  fail "kubectl label configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
+  bad "kubectl label configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
 fi
 
 # The label is visible through the proxy's cache too (rv=0 LIST with a selector).
@@ -235,18 +149,18 @@ for t in $(seq 1 100); do
 done
 out=$(timeout 30 "${KC[@]}" get configmaps -l tier=gold -o name 2>&1)
 if [ "$seen" = via-proxy ] && [ "$out" = "configmap/via-proxy" ]; then
-  pass "the labelled configmap is found by selector (cache rv=0 and kubectl get -l)"
+  ok "the labelled configmap is found by selector (cache rv=0 and kubectl get -l)"
 else
-  fail "the labelled configmap is found by selector" "cache rv=0: '$seen'" "kubectl: $out"
+  bad "the labelled configmap is found by selector" "cache rv=0: '$seen'" "kubectl: $out"
 fi
 
 out=$(timeout 30 "${KC[@]}" delete configmap via-proxy 2>&1)
 rc=$?
 obj=$(cm_at_sim)
-code=$(cat "$WORK/status")
+code=$(cat "$TMP/status")
 if [ "$rc" -eq 0 ] && [ "$out" = 'configmap "via-proxy" deleted' ] && [ "$code" = 404 ] &&
   [ "$(echo "$obj" | jq -r '.reason' 2>/dev/null)" = NotFound ]; then
-  pass "kubectl delete configmap through the proxy (the sim answers 404 NotFound)"
+  ok "kubectl delete configmap through the proxy (the sim answers 404 NotFound)"
 else
-  fail "kubectl delete configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
+  bad "kubectl delete configmap through the proxy" "rc=$rc: $out" "sim: HTTP $code $obj"
 fi

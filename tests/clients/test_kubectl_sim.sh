@@ -13,39 +13,14 @@ KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
 NS=default
 SEEDED=20
 
-pass=0
-fail=0
-SIM_PID=""
-DRAIN_PID=""
 WATCH_PID=""
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-XXXXXX")"
 
-# ok, bad, stop_pid
+# ok, bad, stop_pid, start_kwp, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-finish() {
-  trap - EXIT
-  [ -n "$WATCH_PID" ] && stop_pid "$WATCH_PID" 2
-  if [ -n "$SIM_PID" ]; then
-    stop_pid "$SIM_PID" 5
-    if [ "$STOP_RC" -eq 0 ]; then
-      ok "kwp sim exits 0 on SIGTERM"
-    else
-      bad "kwp sim exits 0 on SIGTERM" "exit status $STOP_RC; log: $TMP/sim.log" \
-        "$(tail -n 20 "$TMP/sim.log" 2>/dev/null)"
-    fi
-  fi
-  [ -n "$DRAIN_PID" ] && wait "$DRAIN_PID" 2>/dev/null
-  if [ "$fail" -eq 0 ]; then
-    rm -rf "$TMP"
-  else
-    echo "logs kept in $TMP"
-  fi
-  echo "$pass passed, $fail failed"
-  [ "$fail" -eq 0 ]
-  exit $?
-}
-trap finish EXIT
+STOP_FIRST=(WATCH_PID) # kubectl's watch, before the simulator
+trap kwp_finish EXIT
 
 # ---- start the simulator -----------------------------------------------------------------
 if [ ! -x "$KUBECTL" ]; then
@@ -57,29 +32,7 @@ if [ ! -x "$KWP_BIN" ]; then
   exit 1
 fi
 
-mkfifo "$TMP/sim.out"
-"$KWP_BIN" sim --listen 127.0.0.1:0 --objects "$SEEDED" --namespaces 3 --seed 3 --churn 0 \
-  >"$TMP/sim.out" 2>"$TMP/sim.log" &
-SIM_PID=$!
-exec 3<"$TMP/sim.out"
-URL=""
-deadline=$((SECONDS + 5))
-while [ "$SECONDS" -lt "$deadline" ] && IFS= read -r -t 5 -u 3 line; do
-  case "$line" in
-    "listening on "*)
-      URL="${line#listening on }"
-      break
-      ;;
-  esac
-done
-# Keep draining stdout so the simulator never blocks on a full pipe.
-cat <&3 >"$TMP/sim.stdout" &
-DRAIN_PID=$!
-exec 3<&-
-if [ -z "$URL" ]; then
-  bad "kwp sim prints its URL within 5 s" "log: $(tail -n 20 "$TMP/sim.log")"
-  exit 1
-fi
+start_kwp sim sim --listen 127.0.0.1:0 --objects "$SEEDED" --namespaces 3 --seed 3 --churn 0
 ok "kwp sim listening on $URL"
 
 cat >"$TMP/kubeconfig" <<EOF

@@ -7,13 +7,14 @@
 #   1. after the initial list;
 #   2. after creates, updates and deletes made through the proxy (delivered by the watch: no
 #      new list);
-#   3. after an upstream 410: creates and compactions sent to the simulator pipelined on one
-#      connection, so that a create's event is compacted before the proxy's upstream watch
-#      reads it (a race the test retries, up to 10 times, until kwp_relists_total moves); the
-#      simulator ends that watch, kwp's re-watch gets 410 and kwp relists, ends the informer's
-#      watch, answers its re-watch with 410 (kwp_too_old_total) and client-node relists (its
-#      list function is called again). The pod whose event was compacted reached kwp only
-#      through its relist, and the informer only through its own;
+#   3. after an upstream 410, made deterministic: kwp is frozen (SIGSTOP), the simulator ends
+#      its pods watch (POST /_sim/drop-watches), takes creates, a patch and a delete that
+#      kwp's stream never carries and compacts past them (POST /_sim/compact); kwp is thawed
+#      (SIGCONT), its re-watch gets 410 and it relists once (kwp_relists_total, the
+#      simulator's pods lists +1 and watches +2 in /_sim/stats, kwp_upstream_events_total
+#      unchanged), ends the informer's watch, answers its re-watch with 410
+#      (kwp_too_old_total +1) and client-node relists once (its list function is called
+#      again). The frozen window's writes reach the informer only through that relist;
 #   4. after more changes once the informer watches again.
 #
 # Environment: KWP_BIN (default build/kwp), NODE (default node). Prints PASS/FAIL lines and
@@ -26,24 +27,22 @@ KWP_BIN="${KWP_BIN:-build/kwp}"
 NODE="${NODE:-node}"
 NS=default
 
-pass=0
-fail=0
-KWP_PIDS=()
-KWP_NAMES=()
-DRAIN_PIDS=()
 INF_PID=""
+FROZEN_PID="" # kwp proxy while SIGSTOPped (section 3): thawed at exit
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-node-XXXXXX")"
 STATE="$TMP/informer.json"
 
-# ok, bad, stop_pid, start_kwp, kwp_finish
+# ok, bad, stop_pid, start_sim_proxy, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# the informer stops before the servers it talks to
+# a proxy left frozen (SIGSTOP) by a failed section 3 is thawed before anything stops; the
+# informer stops before the servers it talks to
 kwp_before_finish() {
-  if [ -n "$INF_PID" ]; then
-    stop_pid "$INF_PID" 5
+  if [ -n "$FROZEN_PID" ]; then
+    kill -CONT "$FROZEN_PID"
   fi
 }
+STOP_FIRST=(INF_PID)
 trap kwp_finish EXIT
 
 # req METHOD URL [JSON [CONTENT_TYPE]]: body on stdout, status code in $TMP/code.
@@ -62,8 +61,31 @@ metric() { # metric NAME: the proxy's NAME{resource="pods"} (-1 when absent)
     awk -v m="$1{resource=\"pods\"}" '$1 == m { v = $2 } END { print (v == "" ? -1 : v) }'
 }
 
+sim_reads() { # how many LISTs sim_objects made on the simulator
+  wc -l <"$TMP/sim-lists" 2>/dev/null || echo 0
+}
+
+sim_stat() { # sim_stat FIELD: the simulator's /_sim/stats resources.pods.FIELD (-1 when absent)
+  curl -s --max-time 5 "$SIM/_sim/stats" | jq -r ".resources.pods.$1 // -1"
+}
+
+# wait_metric SECONDS NAME OP VALUE, wait_sim SECONDS FIELD OP VALUE: wait (bounded) until
+# `[ metric NAME OP VALUE ]` (or sim_stat FIELD) holds; status 0 if it does.
+wait_metric() { wait_cond "$1" metric "${@:2}"; }
+wait_sim() { wait_cond "$1" sim_stat "${@:2}"; }
+wait_cond() {
+  local deadline=$((SECONDS + $1)) get="$2" name="$3" op="$4" want="$5"
+  while ! [ "$("$get" "$name")" "$op" "$want" ]; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
 # The simulator's pods in $NS, as informer.mjs writes its objects: [[name, uid, rv], ...].
+# Each call is one LIST on the simulator, counted in $TMP/sim-lists (a line each) so that its
+# pods "lists" counter can be accounted for exactly.
 sim_objects() {
+  echo >>"$TMP/sim-lists"
   curl -s --max-time 5 "$SIM/api/v1/namespaces/$NS/pods" |
     jq -c '[.items[] | [.metadata.name, .metadata.uid, .metadata.resourceVersion]] | sort'
 }
@@ -111,25 +133,8 @@ fi
 ok "node, @kubernetes/client-node, undici: $ver"
 
 t0=$SECONDS
-start_kwp sim sim --listen 127.0.0.1:0 --objects 10 --namespaces 2 --seed 5 --churn 0 \
-  --compaction-interval 0
-SIM="$URL"
-start_kwp proxy proxy --upstream "$SIM" --listen 127.0.0.1:0 --resources pods \
-  --history-min 5 --history-max 5 --history-window 0
-PROXY="$URL"
-code=""
-deadline=$((SECONDS + 10))
-while [ "$SECONDS" -lt "$deadline" ]; do
-  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$PROXY/readyz")"
-  [ "$code" = 200 ] && break
-  sleep 0.1
-done
-if [ "$code" = 200 ]; then
-  ok "kwp sim at $SIM, kwp proxy at $PROXY ready"
-else
-  bad "kwp proxy /readyz 200 within 10 s" "last code $code" "$(tail -n 20 "$TMP/proxy.log")"
-  exit 1
-fi
+start_sim_proxy --objects 10 --namespaces 2 --seed 5 --churn 0 --compaction-interval 0 -- \
+  --resources pods --history-min 5 --history-max 5 --history-window 0
 
 # ---- 1. initial list -------------------------------------------------------------------------
 (cd "$HERE/node" && exec "$NODE" informer.mjs "$PROXY" "$STATE" 200) \
@@ -194,67 +199,105 @@ else
 fi
 
 # ---- 3. an upstream 410 makes kwp relist, and the informer relist -----------------------------
+# Deterministic: kwp is frozen (SIGSTOP) so it cannot re-watch; the simulator ends its pods
+# watch (POST /_sim/drop-watches), takes writes kwp's stream never carries and compacts past
+# them; kwp is thawed (SIGCONT), re-watches from its last rv and gets 410.
+wait_metric 10 kwp_upstream_watches_open -eq 1
+wait_sim 10 watches_open -eq 1
+krv0=$(metric kwp_resource_version)
 relists0=$(metric kwp_relists_total)
 too_old0=$(metric kwp_too_old_total)
+up_events0=$(metric kwp_upstream_events_total)
+up_watches0=$(metric kwp_upstream_watch_requests_total)
+up_lists0=$(metric kwp_upstream_list_requests_total)
+forwarded0=$(metric kwp_forwarded_total)
+sim_lists0=$(($(sim_stat lists) - $(sim_reads)))
+sim_watches0=$(sim_stat watches)
 lists0=$(inf .lists)
-hostport="${SIM#http://}"
-forced=""
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  # Three (create, compact) pairs in one write: each is a chance that the simulator compacts
-  # before its worker thread resumes the proxy's watch.
-  r=""
-  for j in 1 2 3; do
-    body="$(pod_json "node-relist-$i-$j")"
-    r+="POST /api/v1/namespaces/$NS/pods HTTP/1.1\r\nHost: $hostport\r\n"
-    r+="Content-Type: application/json\r\nContent-Length: ${#body}\r\n\r\n$body"
-    r+="POST /_sim/compact?revision=999999999999 HTTP/1.1\r\nHost: $hostport\r\n"
-    close=""
-    [ "$j" = 3 ] && close='Connection: close\r\n'
-    r+="Content-Length: 0\r\n$close\r\n"
+PROXY_PID="${KWP_PIDS[1]}"
+rev=0
+compacted=""
+
+kill -STOP "$PROXY_PID"
+FROZEN_PID="$PROXY_PID"
+dropped="$(req POST "$SIM/_sim/drop-watches?resource=pods")"
+codes="$(cat "$TMP/code") "
+if wait_sim 5 watches_open -eq 0; then
+  S="$SIM/api/v1/namespaces/$NS/pods"
+  for n in node-relist-1 node-relist-2 node-relist-3; do
+    req POST "$S" "$(pod_json "$n")" >/dev/null
+    codes+="$(cat "$TMP/code") "
   done
-  if exec 5<>"/dev/tcp/${hostport%:*}/${hostport##*:}"; then
-    printf '%b' "$r" >&5
-    timeout 5 cat <&5 >"$TMP/pipelined.$i"
-    exec 5<&-
-  fi
-  if [ "$(grep -c '^HTTP/1.1 20[01]' "$TMP/pipelined.$i" 2>/dev/null)" != 6 ]; then
-    bad "pipelined create + compact to the simulator" "answer: $(head -c 600 "$TMP/pipelined.$i")"
-    break
-  fi
-  deadline=$((SECONDS + 4))
-  while [ "$SECONDS" -lt "$deadline" ] && [ "$(metric kwp_relists_total)" -le "$relists0" ]; do
-    sleep 0.1
-  done
-  if [ "$(metric kwp_relists_total)" -gt "$relists0" ]; then
-    forced="$i"
-    break
-  fi
-done
-if [ -n "$forced" ] && grep -q 'code=410.*watch expired, relisting' "$TMP/proxy.log"; then
-  ok "an upstream 410 made kwp relist (attempt $forced; kwp_relists_total $relists0 -> $(metric kwp_relists_total))"
+  req PATCH "$S/node-a" '{"metadata":{"labels":{"step":"frozen"}}}' \
+    application/merge-patch+json >/dev/null
+  codes+="$(cat "$TMP/code") "
+  req DELETE "$S/${seeded[2]}" >/dev/null
+  codes+="$(cat "$TMP/code") "
+  rev="$(curl -s --max-time 5 "$SIM/_sim/stats" | jq -r .revision)"
+  compacted="$(req POST "$SIM/_sim/compact?revision=$rev" | jq -r .compacted)"
+  codes+="$(cat "$TMP/code")"
+fi
+# kwp started no watch while frozen: the one it has at SIGCONT is the ended one.
+sim_watches_frozen=$(sim_stat watches)
+sim_open_frozen=$(sim_stat watches_open)
+kill -CONT "$PROXY_PID"
+FROZEN_PID=""
+if [ "$codes" = "200 201 201 201 200 200 200" ] && [ "$dropped" = '{"resources":1}' ] &&
+  [ "$compacted" = "$rev" ] && [ "$rev" -gt "$krv0" ] &&
+  [ "$sim_watches_frozen" = "$sim_watches0" ] && [ "$sim_open_frozen" = 0 ]; then
+  ok "kwp frozen; the simulator ended its watch, took 3 creates, a patch, a delete and compacted to $rev (kwp at $krv0)"
 else
-  bad "an upstream 410 made kwp relist" "attempts: ${i}, kwp_relists_total $relists0 -> $(metric kwp_relists_total)" \
+  bad "kwp frozen; the simulator ended its watch, took 3 creates, a patch, a delete and compacted past kwp's rv" \
+    "codes (drop, 3 creates, patch, delete, compact): $codes; drop-watches answer: $dropped" \
+    "compacted '$compacted' at revision $rev, kwp rv $krv0" \
+    "simulator pods watches $sim_watches0 -> $sim_watches_frozen, watches_open $sim_open_frozen" \
+    "(while kwp is frozen: no new watch, none open)"
+fi
+
+wait_metric 15 kwp_relists_total -gt "$relists0"
+wait_metric 10 kwp_upstream_watches_open -eq 1
+relists1=$(metric kwp_relists_total)
+up_lists1=$(metric kwp_upstream_list_requests_total)
+up_watches1=$(metric kwp_upstream_watch_requests_total)
+sim_watches1=$(sim_stat watches)
+if [ "$relists1" = $((relists0 + 1)) ] && [ "$up_lists1" = $((up_lists0 + 1)) ] &&
+  [ "$up_watches1" = $((up_watches0 + 2)) ] && [ "$sim_watches1" = $((sim_watches0 + 2)) ] &&
+  grep -q 'code=410 .*watch expired, relisting' "$TMP/proxy.log"; then
+  ok "kwp's re-watch got 410 and kwp relisted once (kwp_relists_total $relists0 -> $relists1, simulator pods watches $sim_watches0 -> $sim_watches1: the 410, then the new watch)"
+else
+  bad "kwp's re-watch got 410 and kwp relisted once" \
+    "kwp_relists_total $relists0 -> $relists1, kwp_upstream_list_requests_total $up_lists0 -> $up_lists1 (want +1 each)" \
+    "kwp_upstream_watch_requests_total $up_watches0 -> $up_watches1, simulator pods watches $sim_watches0 -> $sim_watches1 (want +2: the 410, then the new watch)" \
     "proxy log: $(grep -E 'reflector' "$TMP/proxy.log" | tail -n 5)"
 fi
-if converge 30; then
-  ok "the informer converges to the simulator's pods after the relist ($(jq length <<<"$WANT") pods, incl. node-relist-*)"
+up_events1=$(metric kwp_upstream_events_total)
+if [ "$up_events1" = "$up_events0" ]; then
+  ok "the frozen window's writes reached kwp only through its relist (kwp_upstream_events_total stays $up_events0)"
 else
-  bad "the informer converges to the simulator's pods after the relist (30 s)" "$(diff_objects)"
+  bad "the frozen window's writes reached kwp only through its relist" \
+    "kwp_upstream_events_total $up_events0 -> $up_events1"
+fi
+if converge 15; then
+  ok "the informer converges to the simulator's pods after the relist ($(jq length <<<"$WANT") pods: names, uids, resourceVersions)"
+else
+  bad "the informer converges to the simulator's pods after the relist (15 s)" "$(diff_objects)"
 fi
 lists1=$(inf .lists)
 too_old1=$(metric kwp_too_old_total)
-if [ "$lists1" -gt "$lists0" ] && [ "$too_old1" -gt "$too_old0" ]; then
-  ok "client-node relisted after kwp's 410 (lists $lists0 -> $lists1, kwp_too_old_total $too_old0 -> $too_old1)"
+forwarded1=$(metric kwp_forwarded_total)
+sim_lists1=$(($(sim_stat lists) - $(sim_reads)))
+if [ "$lists1" = $((lists0 + 1)) ] && [ "$too_old1" = $((too_old0 + 1)) ] &&
+  [ "$forwarded1" = $((forwarded0 + 1)) ] && [ "$sim_lists1" = $((sim_lists0 + 2)) ]; then
+  ok "client-node relisted once after kwp's 410 (lists $lists0 -> $lists1, kwp_too_old_total $too_old0 -> $too_old1; simulator pods lists not made by this script +2: kwp's relist and the informer's consistent LIST, forwarded)"
 else
-  bad "client-node relisted after kwp's 410" "lists $lists0 -> $lists1" \
-    "kwp_too_old_total $too_old0 -> $too_old1" "$(diff_objects)"
+  bad "client-node relisted once after kwp's 410" "lists $lists0 -> $lists1 (want +1)" \
+    "kwp_too_old_total $too_old0 -> $too_old1 (want +1)" \
+    "kwp_forwarded_total $forwarded0 -> $forwarded1 (want +1: client-node's LIST has no resourceVersion, a consistent read kwp forwards)" \
+    "simulator pods lists not made by this script $sim_lists0 -> $sim_lists1 (want +2: kwp's relist, the forwarded LIST)" "$(diff_objects)"
 fi
 
 # ---- 4. and keeps watching afterwards ---------------------------------------------------------
-deadline=$((SECONDS + 10))
-while [ "$SECONDS" -lt "$deadline" ] && [ "$(metric kwp_watches_open)" -lt 1 ]; do
-  sleep 0.1
-done
+wait_metric 10 kwp_watches_open -ge 1
 lists1=$(inf .lists)
 req POST "$P" "$(pod_json node-after)" >/dev/null
 codes="$(cat "$TMP/code") "

@@ -18,15 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 
+#include "tests/support/api.h"
 #include "tests/support/http.h"
-#include "tests/support/proc.h"
+#include "tests/support/json.h"
+#include "tests/support/srv.h"
 
 /* One value for every Test (Criterion's runner leaks under ASan when they differ). */
 #define NEG_TEST_TIMEOUT_S 120
@@ -46,53 +47,17 @@
 
 /* ---- servers ----------------------------------------------------------------------------- */
 
-struct kwp {
-    struct proc *p;
-    char url[256];
-};
-
-static void kwp_spawn(struct kwp *k, const char *const *args)
-{
-    const char *argv[32];
-    size_t n = 0;
-
-    argv[n++] = proc_kwp_bin();
-    while (args[n - 1] && n < 31) {
-        argv[n] = args[n - 1];
-        n++;
-    }
-    argv[n] = NULL;
-    memset(k, 0, sizeof(*k));
-    k->p = proc_spawn(argv, k->url, sizeof(k->url));
-    cr_assert_not_null(k->p, "could not start kwp %s", args[0]);
-}
-
 /* kwp sim with <objects> seeded pods in 2 namespaces, no churn, plus <extra> arguments
  * (NULL-terminated, may be NULL). */
-static void sim_up_with(struct kwp *k, const char *objects, const char *const *extra)
+static void sim_up_with(struct srv *k, const char *objects, const char *const *extra)
 {
-    const char *args[32] = {"sim", "--listen", "127.0.0.1:0", "--objects", objects, "--namespaces",
-                            "2",   "--seed",   "7",           "--churn",   "0"};
-    size_t n = 11;
-
-    for (size_t i = 0; extra && extra[i] && n < 31; i++) {
-        args[n++] = extra[i];
-    }
-    args[n] = NULL;
-    kwp_spawn(k, args);
+    srv_spawn(k, "sim",
+              ARGS("--objects", objects, "--namespaces", "2", "--seed", "7", "--churn", "0"), extra);
 }
 
-static void sim_up(struct kwp *k, const char *objects)
+static void sim_up(struct srv *k, const char *objects)
 {
     sim_up_with(k, objects, NULL);
-}
-
-static void kwp_down(struct kwp *k, const char *what)
-{
-    int st = proc_stop(k->p);
-
-    k->p = NULL;
-    cr_assert_eq(st, 0, "%s exited with status %d", what, st);
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -100,54 +65,21 @@ static void kwp_down(struct kwp *k, const char *what)
 /* GET <base><path> with extra header lines (NULL-terminated list, may be NULL). */
 static void fetch(const char *base, const char *path, const char *const *hdrs, struct http_resp *r)
 {
-    char url[NEG_URL_CAP];
-    int rc;
-
-    snprintf(url, sizeof(url), "%s%s", base, path);
-    rc = http_do("GET", url, NULL, NULL, hdrs, NEG_REQ_MS, r);
-    cr_assert_eq(rc, 0, "GET %s: no complete response (%d)", url, rc);
+    api_req(base, "GET", path, NULL, NULL, hdrs, r);
 }
 
 static void send_json(const char *base, const char *method, const char *path, const char *body)
 {
     struct http_resp r;
-    char url[NEG_URL_CAP];
 
-    snprintf(url, sizeof(url), "%s%s", base, path);
-    cr_assert_eq(http_do(method, url, "application/json", body, NULL, NEG_REQ_MS, &r), 0);
+    api_req(base, method, path, "application/json", body, NULL, &r);
     cr_assert(r.code == 200 || r.code == 201, "%s %s: HTTP %ld %s", method, path, r.code, r.body);
     http_resp_free(&r);
-}
-
-static void create_pod(const char *base, const char *ns, const char *name)
-{
-    char path[256], body[512];
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
-    snprintf(
-        body, sizeof(body),
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
-        "{\"app\":\"neg\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}",
-        name);
-    send_json(base, "POST", path, body);
 }
 
 static void expect_code(const struct http_resp *r, long code)
 {
     cr_assert_eq(r->code, code, "HTTP %ld, expected %ld: %.600s", r->code, code, r->body);
-}
-
-static void expect_hdr(const struct http_resp *r, const char *name, const char *value)
-{
-    char got[512];
-    bool has = http_resp_header(r, name, got, sizeof(got));
-
-    if (value == NULL) {
-        cr_assert_not(has, "unexpected %s: %s", name, got);
-        return;
-    }
-    cr_assert(has, "no %s header in:\n%s", name, r->headers);
-    cr_assert_str_eq(got, value, "%s: \"%s\", expected \"%s\"", name, got, value);
 }
 
 static void expect_bytes(const char *got, size_t got_len, const char *want, size_t want_len,
@@ -277,12 +209,12 @@ static void add_pom_item(const char *p, size_t n, void *ctx)
 /* The list's metadata.resourceVersion. */
 static char *list_rv(const char *body)
 {
-    cJSON *j = cJSON_Parse(body);
-    const cJSON *rv = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "resourceVersion");
+    cJSON *j = json_parse(body, strlen(body));
+    const char *rv = json_str(j, "metadata.resourceVersion");
     char *out;
 
-    cr_assert(cJSON_IsString(rv), "no metadata.resourceVersion in %.200s", body);
-    out = strdup(rv->valuestring);
+    cr_assert_not_null(rv, "no metadata.resourceVersion in %.200s", body);
+    out = strdup(rv);
     cJSON_Delete(j);
     return out;
 }
@@ -316,7 +248,7 @@ Test(negotiation, accept_matrix_and_406_body, .timeout = NEG_TEST_TIMEOUT_S)
         "/api/v1/namespaces/default/pods/pod-000000?resourceVersion=0",
         "/api/v1/pods?resourceVersion=0&limit=bogus", /* 406 before the 400 of the options */
     };
-    struct kwp sim;
+    struct srv sim;
     struct http_resp plain, r;
 
     sim_up(&sim, "6");
@@ -326,7 +258,7 @@ Test(negotiation, accept_matrix_and_406_body, .timeout = NEG_TEST_TIMEOUT_S)
         const char *hdrs[] = {json_ok[i] ? json_ok[i] : "Accept:", NULL};
         fetch(sim.url, "/api/v1/pods?resourceVersion=0", hdrs, &r);
         expect_code(&r, 200);
-        expect_hdr(&r, "Content-Type", "application/json");
+        api_expect_header(&r, "Content-Type", "application/json");
         expect_bytes(r.body, r.body_len, plain.body, plain.body_len, json_ok[i] ? json_ok[i] : "-");
         http_resp_free(&r);
     }
@@ -335,7 +267,7 @@ Test(negotiation, accept_matrix_and_406_body, .timeout = NEG_TEST_TIMEOUT_S)
             const char *hdrs[] = {refused[i], NULL};
             fetch(sim.url, paths[k], hdrs, &r);
             expect_code(&r, 406);
-            expect_hdr(&r, "Content-Type", "application/json");
+            api_expect_header(&r, "Content-Type", "application/json");
             /* WriteRawJSON: json.MarshalIndent, no trailing newline */
             expect_bytes(r.body, r.body_len, NOT_ACCEPTABLE_406, strlen(NOT_ACCEPTABLE_406),
                          refused[i]);
@@ -343,7 +275,7 @@ Test(negotiation, accept_matrix_and_406_body, .timeout = NEG_TEST_TIMEOUT_S)
         }
     }
     http_resp_free(&plain);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- PartialObjectMetadata ------------------------------------------------------------------ */
@@ -359,7 +291,7 @@ Test(negotiation, partial_object_metadata_from_stored_bytes, .timeout = NEG_TEST
                                "PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;"
                                "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
                                NULL};
-    struct kwp sim;
+    struct srv sim;
     struct http_resp plain, r;
     struct str want = {0};
     char *rv, *item;
@@ -469,7 +401,7 @@ Test(negotiation, partial_object_metadata_from_stored_bytes, .timeout = NEG_TEST
     free(want.p);
     free(rv);
     http_resp_free(&plain);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- Tables ------------------------------------------------------------------------------- */
@@ -483,7 +415,7 @@ static const cJSON *jpath(const cJSON *o, const char *a, const char *b)
 Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
 {
     const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
-    struct kwp sim;
+    struct srv sim;
     struct http_resp r, plain;
     cJSON *j, *cols, *rows, *row;
     static const char *const names[] = {"Name", "Ready", "Status",         "Restarts",       "Age",
@@ -507,9 +439,9 @@ Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
     rows = cJSON_GetObjectItem(j, "rows");
     cr_assert_eq(cJSON_GetArraySize(rows), 2);
     row = cJSON_GetArrayItem(rows, 0);
-    cr_assert_str_eq(cJSON_GetArrayItem(jpath(row, "cells", NULL), 0)->valuestring, "pod-000000");
-    cr_assert_eq(cJSON_GetArraySize(jpath(row, "cells", NULL)), 9);
-    cr_assert_str_eq(jpath(row, "object", "kind")->valuestring, "PartialObjectMetadata");
+    cr_assert_str_eq(cJSON_GetArrayItem(json_at(row, "cells"), 0)->valuestring, "pod-000000");
+    cr_assert_eq(cJSON_GetArraySize(json_at(row, "cells")), 9);
+    cr_assert_str_eq(json_txt(row, "object.kind"), "PartialObjectMetadata");
     cJSON_Delete(j);
     /* the row object carries the stored metadata bytes */
     fetch(sim.url, "/api/v1/namespaces/default/pods/pod-000000?resourceVersion=0", NULL, &plain);
@@ -546,7 +478,7 @@ Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
             } else {
                 cr_assert(cJSON_IsNull(cJSON_GetObjectItem(t, "columnDefinitions")), "%s", line);
             }
-            cr_assert(cJSON_IsString(jpath(t, "metadata", "resourceVersion")));
+            cr_assert(cJSON_IsString(json_at(t, "metadata.resourceVersion")));
             cJSON_Delete(ev);
         }
         cr_assert_eq(k, 2, "two initial events");
@@ -596,7 +528,7 @@ Test(negotiation, tables_for_pods_and_configmaps, .timeout = NEG_TEST_TIMEOUT_S)
     cr_assert_not_null(strstr(r.body, "}],\"rows\":[]}\n"), "printers make an empty slice: %s",
                        r.body);
     http_resp_free(&r);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* A custom resource without additionalPrinterColumns: the simulator answers the CRD
@@ -606,7 +538,7 @@ Test(negotiation, crd_default_table_for_custom_resources, .timeout = NEG_TEST_TI
 {
     const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
     const char *extra[] = {"--resource", "example.com/v1/widgets", NULL};
-    struct kwp sim;
+    struct srv sim;
     struct http_resp r;
     cJSON *j, *cols, *row;
     const char *age;
@@ -634,7 +566,7 @@ Test(negotiation, crd_default_table_for_custom_resources, .timeout = NEG_TEST_TI
     fetch(sim.url, "/apis/example.com/v1/namespaces/empty/widgets?resourceVersion=0", kubectl, &r);
     cr_assert_not_null(strstr(r.body, "}],\"rows\":[]}\n"), "%s", r.body);
     http_resp_free(&r);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- gzip -------------------------------------------------------------------------------- */
@@ -710,7 +642,7 @@ Test(negotiation, gzip_above_128_kib_only, .timeout = NEG_TEST_TIMEOUT_S)
     const char *gz[] = {"Accept-Encoding: gzip", NULL};
     const char *gzq[] = {"Accept-Encoding: gzip;q=1", NULL};
     const char *gz2[] = {"Accept-Encoding: deflate, gzip", NULL};
-    struct kwp sim;
+    struct srv sim;
     struct http_resp plain, r;
     char url[NEG_URL_CAP];
     char *dec;
@@ -730,8 +662,8 @@ Test(negotiation, gzip_above_128_kib_only, .timeout = NEG_TEST_TIMEOUT_S)
     fetch(sim.url, "/api/v1/namespaces/at-limit/configmaps?resourceVersion=0", NULL, &plain);
     fetch(sim.url, "/api/v1/namespaces/at-limit/configmaps?resourceVersion=0", gz, &r);
     expect_code(&r, 200);
-    expect_hdr(&r, "Content-Encoding", NULL);
-    expect_hdr(&r, "Content-Length", "131072");
+    api_expect_header(&r, "Content-Encoding", NULL);
+    api_expect_header(&r, "Content-Length", "131072");
     expect_bytes(r.body, r.body_len, plain.body, plain.body_len, "128 KiB body");
     http_resp_free(&r);
     http_resp_free(&plain);
@@ -743,10 +675,10 @@ Test(negotiation, gzip_above_128_kib_only, .timeout = NEG_TEST_TIMEOUT_S)
         fetch(sim.url, "/api/v1/namespaces/over-limit/configmaps?resourceVersion=0", k ? gz2 : gz,
               &r);
         expect_code(&r, 200);
-        expect_hdr(&r, "Content-Encoding", "gzip");
-        expect_hdr(&r, "Vary", "Accept-Encoding");
-        expect_hdr(&r, "Content-Type", "application/json");
-        expect_hdr(&r, "Content-Length", NULL);
+        api_expect_header(&r, "Content-Encoding", "gzip");
+        api_expect_header(&r, "Vary", "Accept-Encoding");
+        api_expect_header(&r, "Content-Type", "application/json");
+        api_expect_header(&r, "Content-Length", NULL);
         cr_assert(r.body_len > 18 && (unsigned char)r.body[0] == 0x1f &&
                       (unsigned char)r.body[1] == 0x8b,
                   "not gzip");
@@ -761,16 +693,16 @@ Test(negotiation, gzip_above_128_kib_only, .timeout = NEG_TEST_TIMEOUT_S)
 
     /* "gzip;q=1" is not the token gzip; watches are never compressed */
     fetch(sim.url, "/api/v1/namespaces/over-limit/configmaps?resourceVersion=0", gzq, &r);
-    expect_hdr(&r, "Content-Encoding", NULL);
+    api_expect_header(&r, "Content-Encoding", NULL);
     expect_bytes(r.body, r.body_len, plain.body, plain.body_len, "gzip;q=1");
     http_resp_free(&r);
     fetch(sim.url, "/api/v1/namespaces/over-limit/configmaps?watch=true&timeoutSeconds=1", gz, &r);
     expect_code(&r, 200);
-    expect_hdr(&r, "Content-Encoding", NULL);
+    api_expect_header(&r, "Content-Encoding", NULL);
     cr_assert(starts_with(r.body, "{\"type\":\"ADDED\""), "%.100s", r.body);
     http_resp_free(&r);
     http_resp_free(&plain);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- pretty printing ----------------------------------------------------------------------- */
@@ -820,7 +752,7 @@ Test(negotiation, pretty_bodies_as_go_json_indent, .timeout = NEG_TEST_TIMEOUT_S
     const char *curl_gz[] = {"User-Agent: curl/8.0", "Accept-Encoding: gzip", NULL};
     const char *curl_table[] = {"User-Agent: curl/8.0", ACCEPT_KUBECTL, NULL};
     const char *curl_406[] = {"User-Agent: curl/8.0", "Accept: application/yaml", NULL};
-    struct kwp sim;
+    struct srv sim;
     struct http_resp plain, r;
     char *want;
     size_t want_len;
@@ -834,7 +766,7 @@ Test(negotiation, pretty_bodies_as_go_json_indent, .timeout = NEG_TEST_TIMEOUT_S
         for (size_t i = 0; i < 4; i++) {
             fetch(sim.url, "/api/v1/pods?resourceVersion=0", variants[i], &r);
             expect_code(&r, 200);
-            expect_hdr(&r, "Content-Type", "application/json");
+            api_expect_header(&r, "Content-Type", "application/json");
             expect_bytes(r.body, r.body_len, want, want_len, variants[i][0]);
             http_resp_free(&r);
         }
@@ -855,7 +787,7 @@ Test(negotiation, pretty_bodies_as_go_json_indent, .timeout = NEG_TEST_TIMEOUT_S
         size_t n;
         char *dec;
         fetch(sim.url, "/api/v1/pods?resourceVersion=0", curl_gz, &r);
-        expect_hdr(&r, "Content-Encoding", want_len > 128 * 1024 ? "gzip" : NULL);
+        api_expect_header(&r, "Content-Encoding", want_len > 128 * 1024 ? "gzip" : NULL);
         http_resp_free(&r);
         snprintf(url, sizeof(url), "%s/api/v1/pods?resourceVersion=0&pretty=1", sim.url);
         dec = get_decoded(url, &n);
@@ -899,22 +831,10 @@ Test(negotiation, pretty_bodies_as_go_json_indent, .timeout = NEG_TEST_TIMEOUT_S
     fetch(sim.url, "/api/v1/pods?resourceVersion=0", curl_406, &r);
     expect_bytes(r.body, r.body_len, NOT_ACCEPTABLE_406, strlen(NOT_ACCEPTABLE_406), "406 curl");
     http_resp_free(&r);
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- through the proxy ----------------------------------------------------------------- */
-
-static bool ready(const char *base)
-{
-    struct http_resp r;
-    char url[NEG_URL_CAP];
-    bool ok;
-
-    snprintf(url, sizeof(url), "%s/readyz", base);
-    ok = http_do("GET", url, NULL, NULL, NULL, 2000, &r) == 0 && r.code == 200;
-    http_resp_free(&r);
-    return ok;
-}
 
 Test(negotiation, proxy_serves_transforms_from_its_cache, .timeout = NEG_TEST_TIMEOUT_S)
 {
@@ -922,23 +842,13 @@ Test(negotiation, proxy_serves_transforms_from_its_cache, .timeout = NEG_TEST_TI
     const char *kubectl[] = {ACCEPT_KUBECTL, NULL};
     const char *proto[] = {"Accept: application/vnd.kubernetes.protobuf", NULL};
     const char *table_only[] = {"Accept: application/json;as=Table;v=v1;g=meta.k8s.io", NULL};
-    struct kwp sim, px;
+    struct srv sim, px;
     struct http_resp a, b;
-    uint64_t end;
     char *rv;
 
     sim_up(&sim, "6");
-    {
-        const char *args[] = {"proxy", "--listen",    "127.0.0.1:0",     "--upstream",
-                              sim.url, "--resources", "pods,configmaps", NULL};
-        kwp_spawn(&px, args);
-    }
-    end = http_now_ms() + NEG_READY_MS;
-    while (!ready(px.url) && http_now_ms() < end) {
-        struct timespec ts = {0, 50 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    cr_assert(ready(px.url), "proxy not ready");
+    srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "pods,configmaps"), NULL);
+    srv_wait_ready(&px, NEG_READY_MS);
 
     /* the same bytes from the proxy's cache as from the simulator */
     fetch(sim.url, "/api/v1/namespaces/default/pods?resourceVersion=0", poml, &a);
@@ -954,7 +864,7 @@ Test(negotiation, proxy_serves_transforms_from_its_cache, .timeout = NEG_TEST_TI
     http_resp_free(&b);
 
     /* Table watch from the proxy's history */
-    create_pod(sim.url, "default", "late");
+    api_pod_create(sim.url, "default", "late", "{\"app\":\"neg\"}");
     {
         char path[256];
         bool seen = false;
@@ -992,8 +902,8 @@ Test(negotiation, proxy_serves_transforms_from_its_cache, .timeout = NEG_TEST_TI
     http_resp_free(&b);
 
     free(rv);
-    kwp_down(&px, "kwp proxy");
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- a printer per built-in kind, and what the proxy forwards ------------------------------ */
@@ -1016,16 +926,6 @@ static long sim_stat(const char *sim_url, const char *q, const char *counter)
     return out;
 }
 
-static void wait_ready(const char *url)
-{
-    uint64_t end = http_now_ms() + NEG_READY_MS;
-
-    while (!ready(url) && http_now_ms() < end) {
-        struct timespec ts = {0, 50 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    cr_assert(ready(url), "proxy not ready");
-}
 
 /* One object per kind, the columns kubectl prints for it, and the row printers.go makes
  * (null: an age, which moves with the clock; any non-empty string is accepted). */
@@ -1174,7 +1074,7 @@ Test(negotiation, printers_for_every_builtin_kind, .timeout = NEG_TEST_TIMEOUT_S
                            NULL};
     const size_t n = sizeof(kinds) / sizeof(kinds[0]);
     long gets[sizeof(kinds) / sizeof(kinds[0])];
-    struct kwp sim, px;
+    struct srv sim, px;
     struct http_resp r;
 
     sim_up_with(&sim, "0", extra);
@@ -1182,22 +1082,14 @@ Test(negotiation, printers_for_every_builtin_kind, .timeout = NEG_TEST_TIMEOUT_S
         send_json(sim.url, "POST", kinds[i].collection, kinds[i].body);
         expect_kind_table(sim.url, &kinds[i], "kwp sim");
     }
-    {
-        const char *args[] = {"proxy",
-                              "--listen",
-                              "127.0.0.1:0",
-                              "--upstream",
-                              sim.url,
-                              "--cache-events",
-                              "--resources",
-                              "configmaps,secrets,services,namespaces,nodes,events,serviceaccounts,"
-                              "replicationcontrollers,batch/v1/jobs,"
-                              "certificates.k8s.io/v1/certificatesigningrequests,"
-                              "apps/v1/deployments,apps/v1/replicasets",
-                              NULL};
-        kwp_spawn(&px, args);
-    }
-    wait_ready(px.url);
+    srv_spawn(&px, "proxy",
+              ARGS("--upstream", sim.url, "--cache-events", "--resources",
+                   "configmaps,secrets,services,namespaces,nodes,events,serviceaccounts,"
+                   "replicationcontrollers,batch/v1/jobs,"
+                   "certificates.k8s.io/v1/certificatesigningrequests,"
+                   "apps/v1/deployments,apps/v1/replicasets"),
+              NULL);
+    srv_wait_ready(&px, NEG_READY_MS);
     for (size_t i = 0; i < n; i++) {
         gets[i] = sim_stat(sim.url, kinds[i].q, "gets");
     }
@@ -1241,8 +1133,8 @@ Test(negotiation, printers_for_every_builtin_kind, .timeout = NEG_TEST_TIMEOUT_S
         }
         cr_assert(tries < 49, "the proxy's watch never showed d2");
     }
-    kwp_down(&px, "kwp proxy");
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* A Table for a kind the proxy has no printer for (a custom resource: its columns come from
@@ -1255,7 +1147,7 @@ Test(negotiation, proxy_forwards_tables_it_cannot_print, .timeout = NEG_TEST_TIM
     const char *extra[] = {"--resource", "example.com/v1/widgets", NULL};
     const char *coll = "/apis/example.com/v1/namespaces/default/widgets";
     const char *q = "widgets.example.com";
-    struct kwp sim, px;
+    struct srv sim, px;
     struct http_resp a, b;
     char path[256];
     long lists, gets, watches;
@@ -1264,18 +1156,10 @@ Test(negotiation, proxy_forwards_tables_it_cannot_print, .timeout = NEG_TEST_TIM
     send_json(sim.url, "POST", coll,
               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
               "\"w1\"}}");
-    {
-        const char *args[] = {"proxy",
-                              "--listen",
-                              "127.0.0.1:0",
-                              "--upstream",
-                              sim.url,
-                              "--resources",
-                              "example.com/v1/widgets",
-                              NULL};
-        kwp_spawn(&px, args);
-    }
-    wait_ready(px.url);
+    srv_spawn(&px, "proxy",
+              ARGS("--upstream", sim.url, "--resources", "example.com/v1/widgets"),
+              NULL);
+    srv_wait_ready(&px, NEG_READY_MS);
     lists = sim_stat(sim.url, q, "lists");
     gets = sim_stat(sim.url, q, "gets");
     watches = sim_stat(sim.url, q, "watches");
@@ -1311,6 +1195,6 @@ Test(negotiation, proxy_forwards_tables_it_cannot_print, .timeout = NEG_TEST_TIM
     http_resp_free(&b);
     cr_assert_eq(sim_stat(sim.url, q, "watches"), watches + 1, "the Table WATCH went upstream");
 
-    kwp_down(&px, "kwp proxy");
-    kwp_down(&sim, "kwp sim");
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
 }

@@ -38,25 +38,18 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "tests/support/api.h"
 #include "tests/support/http.h"
+#include "tests/support/json.h"
 #include "tests/support/proc.h"
+#include "tests/support/srv.h"
 
 #define REQ_MS 15000L    /* one request */
-#define LINE_MS 15000L   /* one watch line */
 #define READY_MS 30000L  /* proxy /readyz 200 after start */
-#define STREAM_MS 240000L /* hard bound on any watch stream */
 #define POLL_MS 20L
 #define URL_CAP 4096
 
 /* ---- processes ---------------------------------------------------------------------- */
-
-struct srv {
-    struct proc *p;
-    char url[256];
-};
-
-/* A NULL-terminated argument list literal. */
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static void nap(long ms)
 {
@@ -75,45 +68,9 @@ static void nap(long ms)
         }                                                                               \
     } while (0)
 
-/* kwp <cmd> --listen 127.0.0.1:0 <a...> <b...> */
-static void srv_spawn(struct srv *s, const char *cmd, const char *const *a, const char *const *b)
-{
-    const char *argv[64];
-    size_t n = 0;
-
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = cmd;
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    for (size_t i = 0; a && a[i]; i++) {
-        cr_assert_lt(n, 62u, "too many arguments");
-        argv[n++] = a[i];
-    }
-    for (size_t i = 0; b && b[i]; i++) {
-        cr_assert_lt(n, 62u, "too many arguments");
-        argv[n++] = b[i];
-    }
-    argv[n] = NULL;
-    memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
-    cr_assert_not_null(s->p, "could not start kwp %s", cmd);
-}
-
 static void sim_up(struct srv *s, const char *const *args)
 {
     srv_spawn(s, "sim", args, NULL);
-}
-
-static void srv_stop(struct srv *s, const char *what)
-{
-    int st;
-
-    if (s->p == NULL) {
-        return;
-    }
-    st = proc_stop(s->p);
-    s->p = NULL;
-    cr_assert_eq(st, 0, "%s exited with status %d (0 expected after SIGTERM)", what, st);
 }
 
 /* Proxy first: its shutdown must not depend on the upstream. */
@@ -123,23 +80,11 @@ static void stop_both(struct srv *px, struct srv *sim)
     srv_stop(sim, "kwp sim");
 }
 
-static void url_of(const char *base, const char *path, char *out, size_t cap)
-{
-    int n = snprintf(out, cap, "%s%s", base, path);
-
-    cr_assert(n > 0 && (size_t)n < cap, "URL too long: %s", path);
-}
-
 /* One request that must get a response. */
 static void req(const char *base, const char *method, const char *path, const char *ctype,
                 const char *body, struct http_resp *r)
 {
-    char url[URL_CAP];
-    int rc;
-
-    url_of(base, path, url, sizeof(url));
-    rc = http_do(method, url, ctype, body, NULL, REQ_MS, r);
-    cr_assert_eq(rc, 0, "%s %s: no response (%d)", method, url, rc);
+    api_req(base, method, path, ctype, body, NULL, r);
 }
 
 static void get(const char *base, const char *path, struct http_resp *r)
@@ -153,7 +98,7 @@ static long get_code(const char *base, const char *path)
     char url[URL_CAP];
     long code;
 
-    url_of(base, path, url, sizeof(url));
+    api_url(base, path, url, sizeof(url));
     if (http_do("GET", url, NULL, NULL, NULL, 3000, &r) != 0) {
         return 0;
     }
@@ -162,23 +107,11 @@ static long get_code(const char *base, const char *path)
     return code;
 }
 
-/* Waits for the proxy's /readyz to answer 200. */
-static void wait_ready(const struct srv *px)
-{
-    bool ok;
-
-    WAIT_FOR(ok, get_code(px->url, "/readyz") == 200, READY_MS);
-    if (!ok) {
-        proc_dump_log(px->p, 4000);
-    }
-    cr_assert(ok, "proxy %s not ready within %ld ms", px->url, READY_MS);
-}
-
 /* kwp proxy --upstream <up> <args...>, ready. */
 static void proxy_up(struct srv *px, const char *up, const char *const *args)
 {
     srv_spawn(px, "proxy", ARGS("--upstream", up), args);
-    wait_ready(px);
+    srv_wait_ready(px, READY_MS);
 }
 
 /* ---- bodies and headers ------------------------------------------------------------- */
@@ -193,75 +126,11 @@ static void expect_exact(const struct http_resp *r, long code, const char *expec
               "body mismatch\nexpected: %s\\n\n     got: %s", expected, r->body);
 }
 
-static void expect_header(const struct http_resp *r, const char *name, const char *value)
-{
-    char got[512];
-
-    cr_assert(http_resp_header(r, name, got, sizeof(got)), "no %s header in:\n%s", name,
-              r->headers);
-    cr_assert_str_eq(got, value, "header %s: \"%s\", expected \"%s\"", name, got, value);
-}
-
-static cJSON *jparse_n(const char *p, size_t n)
-{
-    cJSON *j = cJSON_ParseWithLength(p, n);
-
-    cr_assert_not_null(j, "not JSON: %.*s", (int)(n > 1500 ? 1500 : n), p);
-    return j;
-}
-
-static cJSON *jbody(const struct http_resp *r)
-{
-    return jparse_n(r->body, r->body_len);
-}
-
-/* Member at a dotted path, NULL when absent. */
-static const cJSON *jat(const cJSON *o, const char *path)
-{
-    char key[128];
-
-    while (o != NULL && *path != '\0') {
-        const char *dot = strchr(path, '.');
-        size_t len = dot ? (size_t)(dot - path) : strlen(path);
-
-        cr_assert_lt(len, sizeof(key));
-        memcpy(key, path, len);
-        key[len] = '\0';
-        o = cJSON_GetObjectItemCaseSensitive(o, key);
-        path += len + (dot ? 1 : 0);
-    }
-    return o;
-}
-
-/* String at <path>, or "(absent)" so comparisons fail readably. */
-static const char *jtxt(const cJSON *o, const char *path)
-{
-    const cJSON *v = jat(o, path);
-
-    return cJSON_IsString(v) ? v->valuestring : "(absent)";
-}
-
-static uint64_t to_u64(const char *s)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    cr_assert(errno == 0 && end != s && *end == '\0', "not a uint64: \"%s\"", s);
-    return (uint64_t)v;
-}
-
-static uint64_t jrv(const cJSON *o)
-{
-    return to_u64(jtxt(o, "metadata.resourceVersion"));
-}
-
 /* Asserts two lists have equal items (same objects, same order). */
 static void expect_same_items(const cJSON *got, const cJSON *want, const char *what)
 {
-    const cJSON *gi = jat(got, "items");
-    const cJSON *wi = jat(want, "items");
+    const cJSON *gi = json_at(got, "items");
+    const cJSON *wi = json_at(want, "items");
     int n;
 
     cr_assert(cJSON_IsArray(gi) && cJSON_IsArray(wi), "%s: items arrays", what);
@@ -273,7 +142,7 @@ static void expect_same_items(const cJSON *got, const cJSON *want, const char *w
         const cJSON *b = cJSON_GetArrayItem(wi, i);
 
         cr_assert(cJSON_Compare(a, b, true), "%s: item %d differs: %s vs %s", what, i,
-                  jtxt(a, "metadata.name"), jtxt(b, "metadata.name"));
+                  json_txt(a, "metadata.name"), json_txt(b, "metadata.name"));
     }
 }
 
@@ -281,20 +150,7 @@ static void expect_same_items(const cJSON *got, const cJSON *want, const char *w
 
 static uint64_t sim_stat(const struct srv *sim, const char *path)
 {
-    struct http_resp r;
-    cJSON *j;
-    const cJSON *v;
-    uint64_t out;
-
-    get(sim->url, "/_sim/stats", &r);
-    cr_assert_eq(r.code, 200, "/_sim/stats: HTTP %ld", r.code);
-    j = jbody(&r);
-    v = jat(j, path);
-    cr_assert(cJSON_IsNumber(v), "/_sim/stats has no %s: %s", path, r.body);
-    out = (uint64_t)v->valuedouble;
-    cJSON_Delete(j);
-    http_resp_free(&r);
-    return out;
+    return api_sim_stat(sim->url, path);
 }
 
 /* Reads `<name>{resource="<res>"} <value>` from the proxy's /metrics. */
@@ -306,7 +162,7 @@ static bool metric_try(const struct srv *px, const char *name, const char *res, 
     const char *p;
     bool found = false;
 
-    url_of(px->url, "/metrics", url, sizeof(url));
+    api_url(px->url, "/metrics", url, sizeof(url));
     if (http_do("GET", url, NULL, NULL, NULL, 5000, &r) != 0) {
         return false;
     }
@@ -344,168 +200,7 @@ static uint64_t wait_metric(const struct srv *px, const char *name, const char *
     return v;
 }
 
-/* ---- writes (to the sim, or through the proxy) -------------------------------------- */
-
-static void make_ns(const char *base, const char *ns)
-{
-    char body[256];
-    struct http_resp r;
-
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
-    req(base, "POST", "/api/v1/namespaces", "application/json", body, &r);
-    cr_assert(r.code == 201 || r.code == 409, "create namespace %s: HTTP %ld %s", ns, r.code,
-              r.body);
-    http_resp_free(&r);
-}
-
-/* The RV of a write's answer, asserting its status. */
-static uint64_t written_rv(struct http_resp *r, long want, const char *what)
-{
-    cJSON *j;
-    uint64_t rv;
-
-    cr_assert_eq(r->code, want, "%s: HTTP %ld, expected %ld: %.500s", what, r->code, want,
-                 r->body);
-    j = jbody(r);
-    rv = jrv(j);
-    cJSON_Delete(j);
-    http_resp_free(r);
-    return rv;
-}
-
-/* POST a ConfigMap with optional labels (a JSON object) and data k=<val>. */
-static uint64_t cm_create(const char *base, const char *ns, const char *name,
-                          const char *labels, const char *val)
-{
-    char path[256];
-    size_t cap = strlen(val) + 1024;
-    char *body = malloc(cap);
-    struct http_resp r;
-
-    cr_assert_not_null(body);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps", ns);
-    snprintf(body, cap,
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"%s%s},"
-             "\"data\":{\"k\":\"%s\"}}",
-             name, labels ? ",\"labels\":" : "", labels ? labels : "", val);
-    req(base, "POST", path, "application/json", body, &r);
-    free(body);
-    return written_rv(&r, 201, "create configmap");
-}
-
-static uint64_t cm_patch(const char *base, const char *ns, const char *name, const char *patch)
-{
-    char path[256];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
-    req(base, "PATCH", path, "application/merge-patch+json", patch, &r);
-    return written_rv(&r, 200, "patch configmap");
-}
-
-/* DELETE on the sim; the deletion RV is the sim's revision right after (no churn). */
-static uint64_t cm_delete(const struct srv *sim, const char *ns, const char *name)
-{
-    char path[256];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
-    req(sim->url, "DELETE", path, NULL, NULL, &r);
-    cr_assert_eq(r.code, 200, "delete %s/%s: HTTP %ld %s", ns, name, r.code, r.body);
-    http_resp_free(&r);
-    return sim_stat(sim, "revision");
-}
-
-static uint64_t pod_create(const char *base, const char *ns, const char *name)
-{
-    char path[256];
-    char body[512];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
-             "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}",
-             name);
-    req(base, "POST", path, "application/json", body, &r);
-    return written_rv(&r, 201, "create pod");
-}
-
 /* ---- watches ------------------------------------------------------------------------ */
-
-static struct watch *wopen(const char *base, const char *path, long want)
-{
-    char url[URL_CAP];
-    struct watch *w;
-    long code;
-
-    url_of(base, path, url, sizeof(url));
-    w = watch_open(url, STREAM_MS);
-    cr_assert_not_null(w, "watch_open %s", url);
-    code = watch_wait_status(w, REQ_MS);
-    cr_assert_eq(code, want, "watch %s: HTTP %ld, expected %ld", url, code, want);
-    return w;
-}
-
-static const char *wline(struct watch *w, size_t i)
-{
-    int rc = watch_wait_lines(w, i + 1, LINE_MS);
-    size_t have = watch_line_count(w);
-
-    cr_assert_eq(rc, 0, "watch line %zu: %s (have %zu%s%.300s)", i,
-                 rc == -EPIPE ? "stream ended" : "timed out", have, have ? ", last: " : "",
-                 have ? watch_line(w, have - 1, NULL) : "");
-    return watch_line(w, i, NULL);
-}
-
-struct ev {
-    cJSON *root;
-    const char *type;
-    const cJSON *obj;
-    const char *name;
-    uint64_t rv;
-};
-
-static void ev_parse(const char *line, struct ev *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->root = jparse_n(line, strlen(line));
-    e->type = jtxt(e->root, "type");
-    e->obj = jat(e->root, "object");
-    cr_assert(cJSON_IsObject(e->obj), "event without object: %.300s", line);
-    e->name = jtxt(e->obj, "metadata.name");
-    e->rv = strcmp(e->type, "ERROR") == 0 ? 0 : jrv(e->obj);
-}
-
-static void ev_free(struct ev *e)
-{
-    cJSON_Delete(e->root);
-    memset(e, 0, sizeof(*e));
-}
-
-/* Asserts line <i> is <type> of <name> at <rv> (name NULL: not checked). */
-static void expect_ev(struct watch *w, size_t i, const char *type, const char *name, uint64_t rv)
-{
-    const char *line = wline(w, i);
-    struct ev e;
-
-    ev_parse(line, &e);
-    cr_assert_str_eq(e.type, type, "line %zu: %s, expected %s: %.300s", i, e.type, type, line);
-    if (name != NULL) {
-        cr_assert_str_eq(e.name, name, "line %zu: object %s, expected %s", i, e.name, name);
-    }
-    cr_assert_eq(e.rv, rv, "line %zu: rv %" PRIu64 ", expected %" PRIu64 ": %.300s", i, e.rv,
-                 rv, line);
-    ev_free(&e);
-}
-
-static void expect_line(struct watch *w, size_t i, const char *expected)
-{
-    const char *line = wline(w, i);
-
-    cr_assert_str_eq(line, expected, "line %zu\nexpected: %s\n     got: %s", i, expected, line);
-}
 
 /* Asserts the stream ended cleanly (end of body, not an error or our timeout). */
 static void expect_clean_end(struct watch *w, long ms, const char *what)
@@ -534,23 +229,10 @@ static void expect_no_error_event(struct watch *w, const char *what)
     "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","           \
     "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %"    \
     PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}"
-#define TOO_LARGE_FMT                                                                     \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","  \
-    "\"message\":\"Timeout: Too large resource version: %" PRIu64 ", current: %" PRIu64  \
-    "\",\"reason\":\"Timeout\",\"details\":{\"causes\":[{\"reason\":"                      \
-    "\"ResourceVersionTooLarge\",\"message\":\"Too large resource version\"}],"            \
-    "\"retryAfterSeconds\":1},\"code\":504}"
 #define NOT_READY_BODY                                                                    \
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","  \
     "\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\","         \
     "\"details\":{\"retryAfterSeconds\":1},\"code\":429}"
-#define CM_BOOKMARK_FMT                                                                   \
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","     \
-    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"}}}"
-#define CM_END_BOOKMARK_FMT                                                               \
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","     \
-    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\",\"annotations\":"                 \
-    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
 
 /* ---- a TCP relay between proxy and sim (fault injection) ----------------------------- */
 
@@ -726,7 +408,7 @@ static void addr_of(const char *url, struct sockaddr_in *sa)
     cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0 && colon != NULL, "url %s", url);
     memset(sa, 0, sizeof(*sa));
     sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)to_u64(colon + 1));
+    sa->sin_port = htons((uint16_t)json_u64(colon + 1));
     sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 }
 
@@ -954,18 +636,18 @@ Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 180)
     proxy_up(&px, sim.url, ARGS("--resources", "pods"));
     get(sim.url, "/api/v1/pods?resourceVersion=0", &s);
     cr_assert_eq(s.code, 200);
-    sj = jbody(&s);
+    sj = json_body(&s);
     rev = sim_stat(&sim, "revision");
-    cr_assert_eq(cJSON_GetArraySize(jat(sj, "items")), 30, "the sim holds 30 pods");
+    cr_assert_eq(cJSON_GetArraySize(json_at(sj, "items")), 30, "the sim holds 30 pods");
     wait_metric(&px, "kwp_resource_version", "pods", rev, REQ_MS);
 
     cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);
     cr_assert_eq(r.code, 200, "rv=0 LIST while the sim is frozen: HTTP %ld %s", r.code, r.body);
-    pj = jbody(&r);
-    cr_assert_str_eq(jtxt(pj, "kind"), "PodList");
-    cr_assert_eq(jrv(pj), rev, "metadata.resourceVersion %" PRIu64 " is the cache RV %" PRIu64,
-                 jrv(pj), rev);
+    pj = json_body(&r);
+    cr_assert_str_eq(json_txt(pj, "kind"), "PodList");
+    cr_assert_eq(json_rv(pj), rev, "metadata.resourceVersion %" PRIu64 " is the cache RV %" PRIu64,
+                 json_rv(pj), rev);
     expect_same_items(pj, sj, "rv=0 LIST from the cache vs the sim");
     cr_assert(r.body_len == s.body_len && memcmp(r.body, s.body, s.body_len) == 0,
               "the list is assembled from upstream bytes: byte-identical to the sim's rv=0 "
@@ -977,15 +659,15 @@ Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 180)
     /* limit is ignored for rv=0 (vector 2): every pod of ns-1, no continue. */
     get(px.url, "/api/v1/namespaces/ns-1/pods?resourceVersion=0&limit=1", &r);
     cr_assert_eq(r.code, 200, "namespaced rv=0 LIST: HTTP %ld", r.code);
-    pj = jbody(&r);
-    cJSON_ArrayForEach(it, jat(sj, "items"))
+    pj = json_body(&r);
+    cJSON_ArrayForEach(it, json_at(sj, "items"))
     {
-        in_ns1 += strcmp(jtxt(it, "metadata.namespace"), "ns-1") == 0;
+        in_ns1 += strcmp(json_txt(it, "metadata.namespace"), "ns-1") == 0;
     }
     cr_assert_gt(in_ns1, 1, "the seed puts several pods in ns-1");
-    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), in_ns1, "limit ignored for rv=0");
-    cr_assert_null(jat(pj, "metadata.continue"), "no continue for rv=0");
-    cr_assert_null(jat(pj, "metadata.remainingItemCount"));
+    cr_assert_eq(cJSON_GetArraySize(json_at(pj, "items")), in_ns1, "limit ignored for rv=0");
+    cr_assert_null(json_at(pj, "metadata.continue"), "no continue for rv=0");
+    cr_assert_null(json_at(pj, "metadata.remainingItemCount"));
     cJSON_Delete(pj);
     http_resp_free(&r);
 
@@ -993,18 +675,19 @@ Test(proxy, list_rv0_served_from_cache_while_sim_frozen, .timeout = 180)
     snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64, rev);
     get(px.url, path, &r);
     cr_assert_eq(r.code, 200, "LIST rv=%" PRIu64 " while frozen: HTTP %ld", rev, r.code);
-    pj = jbody(&r);
+    pj = json_body(&r);
     expect_same_items(pj, sj, "LIST rv=N from the cache");
     cJSON_Delete(pj);
     http_resp_free(&r);
-    it = cJSON_GetArrayItem(jat(sj, "items"), 0);
+    it = cJSON_GetArrayItem(json_at(sj, "items"), 0);
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?resourceVersion=0",
-             jtxt(it, "metadata.namespace"), jtxt(it, "metadata.name"));
+             json_txt(it, "metadata.namespace"), json_txt(it, "metadata.name"));
     get(px.url, path, &r);
     cr_assert_eq(r.code, 200, "GET rv=0 while frozen: HTTP %ld", r.code);
-    pj = jbody(&r);
-    cr_assert_str_eq(jtxt(pj, "kind"), "Pod");
-    cr_assert_str_eq(jtxt(pj, "metadata.resourceVersion"), jtxt(it, "metadata.resourceVersion"),
+    pj = json_body(&r);
+    cr_assert_str_eq(json_txt(pj, "kind"), "Pod");
+    cr_assert_str_eq(json_txt(pj, "metadata.resourceVersion"),
+                     json_txt(it, "metadata.resourceVersion"),
                      "GET returns the object with its own RV");
     cJSON_Delete(pj);
     http_resp_free(&r);
@@ -1023,7 +706,7 @@ static cJSON *get_json(const char *base, const char *path)
 
     get(base, path, &r);
     cr_assert_eq(r.code, 200, "GET %s: HTTP %ld %.300s", path, r.code, r.body);
-    j = jbody(&r);
+    j = json_body(&r);
     http_resp_free(&r);
     return j;
 }
@@ -1038,11 +721,11 @@ static void writes_between_pages(const struct srv *sim, const struct srv *px, in
     struct http_resp r;
 
     snprintf(name, sizeof(name), "a-late-%d", page);
-    pod_create(sim->url, "ns-1", name);
+    api_pod_create(sim->url, "ns-1", name, NULL);
     snprintf(name, sizeof(name), "pod-000050-late-%d", page);
-    pod_create(sim->url, "ns-1", name);
+    api_pod_create(sim->url, "ns-1", name, NULL);
     snprintf(name, sizeof(name), "zz-late-%d", page);
-    pod_create(sim->url, "ns-1", name);
+    api_pod_create(sim->url, "ns-1", name, NULL);
     if (del_name != NULL) {
         snprintf(path, sizeof(path), "/api/v1/namespaces/ns-1/pods/%s", del_name);
         req(sim->url, "DELETE", path, NULL, NULL, &r);
@@ -1051,7 +734,7 @@ static void writes_between_pages(const struct srv *sim, const struct srv *px, in
     }
     for (int i = 0; i < extra; i++) {
         snprintf(name, sizeof(name), "burst-%d-%d", page, i);
-        pod_create(sim->url, "ns-2", name);
+        api_pod_create(sim->url, "ns-2", name, NULL);
     }
     wait_metric(px, "kwp_resource_version", "pods", sim_stat(sim, "revision"), REQ_MS);
 }
@@ -1080,7 +763,7 @@ Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 18
              "/api/v1/namespaces/ns-1/pods?resourceVersion=%" PRIu64 "&resourceVersionMatch=Exact",
              rev);
     want = get_json(sim.url, path);
-    total = cJSON_GetArraySize(jat(want, "items"));
+    total = cJSON_GetArraySize(json_at(want, "items"));
     cr_assert_gt(total, 40, "the seed puts ~1/3 of 200 pods in ns-1");
     lists0 = sim_stat(&sim, "resources.pods.lists");
 
@@ -1099,26 +782,26 @@ Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 18
         }
         page = get_json(px.url, path);
         if (pages == 0) {
-            list_rv = jrv(page);
+            list_rv = json_rv(page);
             cr_assert_eq(list_rv, rev, "the first page is at the cache's RV");
         }
-        cr_assert_eq(jrv(page), list_rv, "page %d at the first page's RV", pages);
-        cJSON_ArrayForEach(it, jat(page, "items"))
+        cr_assert_eq(json_rv(page), list_rv, "page %d at the first page's RV", pages);
+        cJSON_ArrayForEach(it, json_at(page, "items"))
         {
             cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
             n++;
         }
         seen += n;
-        cont = jat(page, "metadata.continue");
+        cont = json_at(page, "metadata.continue");
         if (seen < total) {
             cr_assert_eq(n, 7, "full pages until the end (page %d)", pages);
             cr_assert(cJSON_IsString(cont), "a continue token while items remain");
-            cr_assert_eq(cJSON_GetNumberValue(jat(page, "metadata.remainingItemCount")),
+            cr_assert_eq(cJSON_GetNumberValue(json_at(page, "metadata.remainingItemCount")),
                          total - seen, "remainingItemCount after %d items", seen);
             snprintf(tok, sizeof(tok), "%s", cont->valuestring);
         } else {
             cr_assert_null(cont, "no continue on the last page");
-            cr_assert_null(jat(page, "metadata.remainingItemCount"));
+            cr_assert_null(json_at(page, "metadata.remainingItemCount"));
         }
         cJSON_Delete(page);
         pages++;
@@ -1127,7 +810,7 @@ Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 18
         }
         /* the last pod of the list goes now; page 2 is followed by a burst of 70 writes */
         writes_between_pages(&sim, &px, pages,
-                             pages == 1 ? jtxt(cJSON_GetArrayItem(jat(want, "items"), total - 1),
+                             pages == 1 ? json_txt(cJSON_GetArrayItem(json_at(want, "items"), total - 1),
                                                "metadata.name")
                                         : NULL,
                              pages == 2 ? 70 : 0);
@@ -1141,14 +824,14 @@ Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 18
     snprintf(path, sizeof(path), "/api/v1/namespaces/ns-1/pods?limit=1000&resourceVersion=%" PRIu64,
              list_rv);
     page = get_json(px.url, path);
-    cr_assert_eq(jrv(page), list_rv);
+    cr_assert_eq(json_rv(page), list_rv);
     expect_same_items(page, want, "legacy exact at the first RV");
     cJSON_Delete(page);
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/ns-1/pods?resourceVersion=%" PRIu64 "&resourceVersionMatch=Exact",
              list_rv);
     page = get_json(px.url, path);
-    cr_assert_eq(jrv(page), list_rv);
+    cr_assert_eq(json_rv(page), list_rv);
     expect_same_items(page, want, "Exact at the first RV");
     cJSON_Delete(page);
     cr_assert_eq(sim_stat(&sim, "resources.pods.lists"), lists0, "both from the cache");
@@ -1186,10 +869,10 @@ Test(proxy, list_rv_unset_reaches_upstream, .timeout = 180)
                      "%s: counted as forwarded", paths[i]);
         get(sim.url, paths[i], &s);
         cr_assert_eq(s.code, 200);
-        pj = jbody(&p);
-        sj = jbody(&s);
+        pj = json_body(&p);
+        sj = json_body(&s);
         expect_same_items(pj, sj, paths[i]);
-        cr_assert_eq(jrv(pj), jrv(sj), "%s: list RV", paths[i]);
+        cr_assert_eq(json_rv(pj), json_rv(sj), "%s: list RV", paths[i]);
         cr_assert(p.body_len == s.body_len && memcmp(p.body, s.body, s.body_len) == 0,
                   "%s: the forwarded body is the sim's own bytes\nproxy: %.300s\n  sim: %.300s",
                   paths[i], p.body, s.body);
@@ -1224,17 +907,17 @@ Test(proxy, too_large_rv_local_504_after_3s, .timeout = 180)
     t0 = http_now_ms();
     get(px.url, path, &r);
     dt = http_now_ms() - t0;
-    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 50, rev);
+    snprintf(want, sizeof(want), API_TOO_LARGE_FMT, rev + 50, rev);
     expect_exact(&r, 504, want);
-    expect_header(&r, "Retry-After", "1");
-    expect_header(&r, "Content-Type", "application/json");
+    api_expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Content-Type", "application/json");
     cr_assert_geq(dt, 3000u, "the 504 comes after the 3 s wait, not after %" PRIu64 " ms", dt);
     http_resp_free(&r);
 
     /* The same for GET of a named object (SEMANTICS 4). */
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);
-    j = jbody(&r);
-    pod = jtxt(cJSON_GetArrayItem(jat(j, "items"), 0), "metadata.name");
+    j = json_body(&r);
+    pod = json_txt(cJSON_GetArrayItem(json_at(j, "items"), 0), "metadata.name");
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s?resourceVersion=%" PRIu64,
              pod, rev + 7);
     cJSON_Delete(j);
@@ -1242,9 +925,9 @@ Test(proxy, too_large_rv_local_504_after_3s, .timeout = 180)
     t0 = http_now_ms();
     get(px.url, path, &r);
     dt = http_now_ms() - t0;
-    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 7, rev);
+    snprintf(want, sizeof(want), API_TOO_LARGE_FMT, rev + 7, rev);
     expect_exact(&r, 504, want);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     cr_assert_geq(dt, 3000u, "GET: 504 after %" PRIu64 " ms", dt);
     http_resp_free(&r);
 
@@ -1253,10 +936,10 @@ Test(proxy, too_large_rv_local_504_after_3s, .timeout = 180)
              "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
              "&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
              rev + 9);
-    w = wopen(px.url, path, 200);
-    snprintf(want, sizeof(want), "{\"type\":\"ERROR\",\"object\":" TOO_LARGE_FMT "}", rev + 9,
+    w = api_watch(px.url, path, 200);
+    snprintf(want, sizeof(want), "{\"type\":\"ERROR\",\"object\":" API_TOO_LARGE_FMT "}", rev + 9,
              rev);
-    expect_line(w, 0, want);
+    api_expect_line(w, 0, want);
     expect_clean_end(w, REQ_MS, "watch-list at a future RV");
     cr_assert_eq(watch_line_count(w), 1u, "exactly one line");
     watch_close(w);
@@ -1289,9 +972,9 @@ Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 180)
     cr_assert_eq(metric(&px, "kwp_forwarded_total", "pods"), fwd0 + 1, "counted as forwarded");
     cr_assert_eq(metric(&px, "kwp_too_large_total", "pods"), 0u, "not answered by the proxy");
     lists1 = sim_stat(&sim, "resources.pods.lists");
-    snprintf(want, sizeof(want), TOO_LARGE_FMT, rev + 50, rev);
+    snprintf(want, sizeof(want), API_TOO_LARGE_FMT, rev + 50, rev);
     expect_exact(&r, 504, want);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     cr_assert_geq(dt, 3000u, "the sim's 504 comes after its 3 s wait (%" PRIu64 " ms)", dt);
     http_resp_free(&r);
 
@@ -1303,10 +986,10 @@ Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 180)
         const char *l;
         uint64_t got;
 
-        url_of(px.url, path, url, sizeof(url));
+        api_url(px.url, path, url, sizeof(url));
         lw = watch_open(url, REQ_MS); /* a plain GET read as a stream: it runs in background */
         cr_assert_not_null(lw);
-        got = pod_create(sim.url, "default", "late");
+        got = api_pod_create(sim.url, "default", "late", NULL);
         cr_assert_eq(got, rev + 1);
         cr_assert_eq(watch_wait_end(lw, REQ_MS), 0);
         cr_assert_eq(watch_status(lw), 200, "LIST rv=N reached by a write: HTTP %ld",
@@ -1336,13 +1019,13 @@ Test(proxy, watch_replays_writes_after_rv, .timeout = 180)
 
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
     proxy_up(&px, sim.url, ARGS("--resources", "pods,configmaps"));
-    make_ns(sim.url, "rp");
-    rv[0] = cm_create(sim.url, "rp", "a", NULL, "1");
-    rv[1] = cm_create(sim.url, "rp", "b", NULL, "1");
-    rv[2] = cm_create(sim.url, "rp", "c", NULL, "1");
-    rv[3] = cm_patch(sim.url, "rp", "a", "{\"data\":{\"k\":\"2\"}}");
-    rv[4] = cm_delete(&sim, "rp", "b");
-    rv[5] = cm_create(sim.url, "rp", "d", NULL, "1");
+    api_make_ns(sim.url, "rp");
+    rv[0] = api_cm_create(sim.url, "rp", "a", NULL, "1", NULL);
+    rv[1] = api_cm_create(sim.url, "rp", "b", NULL, "1", NULL);
+    rv[2] = api_cm_create(sim.url, "rp", "c", NULL, "1", NULL);
+    rv[3] = api_cm_patch(sim.url, "rp", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
+    rv[4] = api_cm_delete(sim.url, "rp", "b", NULL);
+    rv[5] = api_cm_create(sim.url, "rp", "d", NULL, "1", NULL);
     for (int i = 1; i < 6; i++) {
         cr_assert_gt(rv[i], rv[i - 1], "write RVs increase");
     }
@@ -1356,25 +1039,26 @@ Test(proxy, watch_replays_writes_after_rv, .timeout = 180)
         snprintf(path, sizeof(path), "%s?watch=%s&resourceVersion=%" PRIu64,
                  pass == 0 ? "/api/v1/namespaces/rp/configmaps" : "/api/v1/configmaps",
                  pass == 0 ? "1" : "true", rv[1]);
-        w = wopen(px.url, path, 200);
+        w = api_watch(px.url, path, 200);
         for (size_t i = 0; i < 4; i++) {
-            expect_ev(w, i, types[i], names[i], rv[i + 2]);
+            api_expect_ev(w, i, types[i], names[i], rv[i + 2]);
         }
         /* The next write is the very next line: nothing replayed twice in between. */
-        rv[6 + pass] = pass == 0 ? cm_patch(sim.url, "rp", live, "{\"data\":{\"k\":\"3\"}}")
-                                 : cm_create(sim.url, "rp", live, NULL, "1");
+        rv[6 + pass] = pass == 0
+                           ? api_cm_patch(sim.url, "rp", live, "{\"data\":{\"k\":\"3\"}}", NULL)
+                           : api_cm_create(sim.url, "rp", live, NULL, "1", NULL);
         for (int i = 0; i <= pass; i++) {
-            expect_ev(w, 4 + (size_t)i, i == 0 ? "MODIFIED" : "ADDED", i == 0 ? "d" : "e",
-                      rv[6 + i]);
+            api_expect_ev(w, 4 + (size_t)i, i == 0 ? "MODIFIED" : "ADDED", i == 0 ? "d" : "e",
+                          rv[6 + i]);
         }
         cr_assert_eq(watch_line_count(w), 5u + (size_t)pass);
         if (pass == 0) {
-            struct ev e;
+            struct api_ev e;
 
-            ev_parse(wline(w, 0), &e);
-            cr_assert_str_eq(jtxt(e.obj, "kind"), "ConfigMap", "watch objects carry kind");
-            cr_assert_str_eq(jtxt(e.obj, "apiVersion"), "v1", "watch objects carry apiVersion");
-            ev_free(&e);
+            api_ev_parse(api_wline(w, 0), &e);
+            cr_assert_str_eq(json_txt(e.obj, "kind"), "ConfigMap", "watch objects carry kind");
+            cr_assert_str_eq(json_txt(e.obj, "apiVersion"), "v1", "watch objects carry apiVersion");
+            api_ev_free(&e);
         }
         watch_close(w);
     }
@@ -1396,12 +1080,12 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
     proxy_up(&px, sim.url,
              ARGS("--resources", "configmaps", "--history-min", "10", "--history-max", "10",
                   "--history-window", "0"));
-    make_ns(sim.url, "old");
+    api_make_ns(sim.url, "old");
     for (int i = 0; i < 15; i++) {
         char name[16];
 
         snprintf(name, sizeof(name), "c%02d", i);
-        rv[i] = cm_create(sim.url, "old", name, NULL, "v");
+        rv[i] = api_cm_create(sim.url, "old", name, NULL, "v", NULL);
     }
     wait_metric(&px, "kwp_resource_version", "configmaps", rv[14], REQ_MS);
     /* Ten events held: rv[5]..rv[14]; the boundary is oldest-1 (SEMANTICS 3.3). */
@@ -1410,9 +1094,9 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
              rv[0]);
-    w = wopen(px.url, path, 200);
+    w = api_watch(px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, rv[0], boundary);
-    expect_line(w, 0, want);
+    api_expect_line(w, 0, want);
     expect_clean_end(w, REQ_MS, "too-old watch");
     cr_assert_eq(watch_line_count(w), 1u, "exactly one line");
     {
@@ -1426,21 +1110,21 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
     /* One below the boundary: still too old. */
     snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
              boundary - 1);
-    w = wopen(px.url, path, 200);
+    w = api_watch(px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, boundary - 1, boundary);
-    expect_line(w, 0, want);
+    api_expect_line(w, 0, want);
     expect_clean_end(w, REQ_MS, "too-old watch at boundary-1");
     watch_close(w);
 
     /* At the boundary: accepted, replays the whole window. */
     snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
              boundary);
-    w = wopen(px.url, path, 200);
+    w = api_watch(px.url, path, 200);
     for (int i = 5; i < 15; i++) {
         char name[16];
 
         snprintf(name, sizeof(name), "c%02d", i);
-        expect_ev(w, (size_t)(i - 5), "ADDED", name, rv[i]);
+        api_expect_ev(w, (size_t)(i - 5), "ADDED", name, rv[i]);
     }
     watch_close(w);
     cr_assert_geq(metric(&px, "kwp_too_old_total", "configmaps"), 2u);
@@ -1455,41 +1139,42 @@ Test(proxy, watch_label_selector_transitions, .timeout = 180)
     struct http_resp r, s;
     uint64_t r0, r1, r2, r3, r4;
     char path[256];
-    struct ev e;
+    struct api_ev e;
     cJSON *pj, *sj;
 
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
     proxy_up(&px, sim.url, ARGS("--resources", "configmaps"));
-    make_ns(sim.url, "sel");
-    cm_create(sim.url, "sel", "a", "{\"app\":\"x\"}", "a0");
-    cm_create(sim.url, "sel", "b", "{\"app\":\"x\"}", "b0");
-    r0 = cm_create(sim.url, "sel", "d", NULL, "d0");
+    api_make_ns(sim.url, "sel");
+    api_cm_create(sim.url, "sel", "a", "{\"app\":\"x\"}", "a0", NULL);
+    api_cm_create(sim.url, "sel", "b", "{\"app\":\"x\"}", "b0", NULL);
+    r0 = api_cm_create(sim.url, "sel", "d", NULL, "d0", NULL);
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/sel/configmaps?watch=1&labelSelector=app%%3Dx&resourceVersion=%" PRIu64,
              r0);
-    w = wopen(px.url, path, 200);
-    r1 = cm_patch(sim.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"y\"}},\"data\":{\"k\":\"a1\"}}");
-    r2 = cm_patch(sim.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");
-    r3 = cm_patch(sim.url, "sel", "d", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");
-    r4 = cm_patch(sim.url, "sel", "b", "{\"data\":{\"k\":\"b1\"}}");
-    cm_patch(sim.url, "sel", "b", "{\"metadata\":{\"labels\":{\"app\":\"z\"}}}");
+    w = api_watch(px.url, path, 200);
+    r1 = api_cm_patch(sim.url, "sel", "a",
+                      "{\"metadata\":{\"labels\":{\"app\":\"y\"}},\"data\":{\"k\":\"a1\"}}", NULL);
+    r2 = api_cm_patch(sim.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
+    r3 = api_cm_patch(sim.url, "sel", "d", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
+    r4 = api_cm_patch(sim.url, "sel", "b", "{\"data\":{\"k\":\"b1\"}}", NULL);
+    api_cm_patch(sim.url, "sel", "b", "{\"metadata\":{\"labels\":{\"app\":\"z\"}}}", NULL);
 
     /* a left the selection: DELETED with its previous content, stamped with the event RV. */
-    expect_ev(w, 0, "DELETED", "a", r1);
-    ev_parse(wline(w, 0), &e);
-    cr_assert_str_eq(jtxt(e.obj, "metadata.labels.app"), "x", "previous labels");
-    cr_assert_str_eq(jtxt(e.obj, "data.k"), "a0", "previous content");
-    ev_free(&e);
-    expect_ev(w, 1, "ADDED", "a", r2);
-    ev_parse(wline(w, 1), &e);
-    cr_assert_str_eq(jtxt(e.obj, "data.k"), "a1", "the new object");
-    ev_free(&e);
-    expect_ev(w, 2, "ADDED", "d", r3);
-    expect_ev(w, 3, "MODIFIED", "b", r4);
+    api_expect_ev(w, 0, "DELETED", "a", r1);
+    api_ev_parse(api_wline(w, 0), &e);
+    cr_assert_str_eq(json_txt(e.obj, "metadata.labels.app"), "x", "previous labels");
+    cr_assert_str_eq(json_txt(e.obj, "data.k"), "a0", "previous content");
+    api_ev_free(&e);
+    api_expect_ev(w, 1, "ADDED", "a", r2);
+    api_ev_parse(api_wline(w, 1), &e);
+    cr_assert_str_eq(json_txt(e.obj, "data.k"), "a1", "the new object");
+    api_ev_free(&e);
+    api_expect_ev(w, 2, "ADDED", "d", r3);
+    api_expect_ev(w, 3, "MODIFIED", "b", r4);
     {
         uint64_t r5 = sim_stat(&sim, "revision");
 
-        expect_ev(w, 4, "DELETED", "b", r5);
+        api_expect_ev(w, 4, "DELETED", "b", r5);
     }
     watch_close(w);
 
@@ -1497,22 +1182,24 @@ Test(proxy, watch_label_selector_transitions, .timeout = 180)
     get(px.url, "/api/v1/namespaces/sel/configmaps?resourceVersion=0&labelSelector=app%3Dx", &r);
     get(sim.url, "/api/v1/namespaces/sel/configmaps?resourceVersion=0&labelSelector=app%3Dx", &s);
     cr_assert_eq(r.code, 200);
-    pj = jbody(&r);
-    sj = jbody(&s);
+    pj = json_body(&r);
+    sj = json_body(&s);
     expect_same_items(pj, sj, "rv=0 LIST with a label selector");
-    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), 2, "a and d match app=x");
+    cr_assert_eq(cJSON_GetArraySize(json_at(pj, "items")), 2, "a and d match app=x");
     cJSON_Delete(pj);
     cJSON_Delete(sj);
     http_resp_free(&r);
     http_resp_free(&s);
 
     /* A metadata.name field selector on a watch from rv=0: only that object. */
-    w = wopen(px.url, "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=0"
-                      "&fieldSelector=metadata.name%3Dd", 200);
-    expect_ev(w, 0, "ADDED", "d", r3);
-    r4 = cm_patch(sim.url, "sel", "a", "{\"data\":{\"k\":\"a2\"}}");
-    r1 = cm_patch(sim.url, "sel", "d", "{\"data\":{\"k\":\"d2\"}}");
-    expect_ev(w, 1, "MODIFIED", "d", r1);
+    w = api_watch(px.url,
+                  "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=0"
+                  "&fieldSelector=metadata.name%3Dd",
+                  200);
+    api_expect_ev(w, 0, "ADDED", "d", r3);
+    r4 = api_cm_patch(sim.url, "sel", "a", "{\"data\":{\"k\":\"a2\"}}", NULL);
+    r1 = api_cm_patch(sim.url, "sel", "d", "{\"data\":{\"k\":\"d2\"}}", NULL);
+    api_expect_ev(w, 1, "MODIFIED", "d", r1);
     cr_assert_gt(r1, r4);
     watch_close(w);
     stop_both(&px, &sim);
@@ -1530,52 +1217,54 @@ Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 180)
 
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0", "--bookmark-interval", "1s"));
     proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--bookmark-interval", "1s"));
-    make_ns(sim.url, "bm");
-    make_ns(sim.url, "other");
-    rv_a = cm_create(sim.url, "bm", "a", NULL, "1");
-    rv_b = cm_create(sim.url, "bm", "b", NULL, "1");
+    api_make_ns(sim.url, "bm");
+    api_make_ns(sim.url, "other");
+    rv_a = api_cm_create(sim.url, "bm", "a", NULL, "1", NULL);
+    rv_b = api_cm_create(sim.url, "bm", "b", NULL, "1", NULL);
 
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/bm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
              rv_b);
-    w = wopen(px.url, path, 200);
-    other = cm_create(sim.url, "other", "x", NULL, "1");
-    snprintf(want, sizeof(want), CM_BOOKMARK_FMT, other);
-    expect_line(w, 0, want); /* no event for the other namespace; the bookmark has its RV */
+    w = api_watch(px.url, path, 200);
+    other = api_cm_create(sim.url, "other", "x", NULL, "1", NULL);
+    snprintf(want, sizeof(want), API_CM_BOOKMARK_FMT, other);
+    api_expect_line(w, 0, want); /* no event for the other namespace; the bookmark has its RV */
     /* The RV does not move for ~3 intervals: no further bookmark; the next line is the
      * next write in scope. */
     nap(3000);
     cr_assert_eq(watch_line_count(w), 1u, "a bookmark only when the RV moved: %s",
                  watch_line_count(w) > 1 ? watch_line(w, 1, NULL) : "");
-    next = cm_patch(sim.url, "bm", "a", "{\"data\":{\"k\":\"2\"}}");
-    expect_ev(w, 1, "MODIFIED", "a", next);
+    next = api_cm_patch(sim.url, "bm", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_expect_ev(w, 1, "MODIFIED", "a", next);
     watch_close(w);
     cache = wait_metric(&px, "kwp_resource_version", "configmaps", next, REQ_MS);
 
     /* sendInitialEvents=true + NotOlderThan (vector 29): ADDED a, b, then the end bookmark. */
-    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&sendInitialEvents=true"
-                      "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=",
-              200);
-    expect_ev(w, 0, "ADDED", "a", next);
-    expect_ev(w, 1, "ADDED", "b", rv_b);
-    snprintf(want, sizeof(want), CM_END_BOOKMARK_FMT, cache);
-    expect_line(w, 2, want);
+    w = api_watch(px.url,
+                  "/api/v1/namespaces/bm/configmaps?watch=1&sendInitialEvents=true"
+                  "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=",
+                  200);
+    api_expect_ev(w, 0, "ADDED", "a", next);
+    api_expect_ev(w, 1, "ADDED", "b", rv_b);
+    snprintf(want, sizeof(want), API_CM_END_BOOKMARK_FMT, cache);
+    api_expect_line(w, 2, want);
     watch_close(w);
 
     /* rv=0 with bookmarks (vector 28): the same end bookmark. */
-    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true",
-              200);
-    expect_ev(w, 0, "ADDED", "a", next);
-    expect_ev(w, 1, "ADDED", "b", rv_b);
-    expect_line(w, 2, want);
+    w = api_watch(
+        px.url,
+        "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    api_expect_ev(w, 0, "ADDED", "a", next);
+    api_expect_ev(w, 1, "ADDED", "b", rv_b);
+    api_expect_line(w, 2, want);
     watch_close(w);
 
     /* rv=0 without bookmarks (vector 27): no bookmark; a write is the next line. */
-    w = wopen(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0", 200);
-    expect_ev(w, 0, "ADDED", "a", next);
-    expect_ev(w, 1, "ADDED", "b", rv_b);
-    next = cm_patch(sim.url, "bm", "b", "{\"data\":{\"k\":\"2\"}}");
-    expect_ev(w, 2, "MODIFIED", "b", next);
+    w = api_watch(px.url, "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=0", 200);
+    api_expect_ev(w, 0, "ADDED", "a", next);
+    api_expect_ev(w, 1, "ADDED", "b", rv_b);
+    next = api_cm_patch(sim.url, "bm", "b", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_expect_ev(w, 2, "MODIFIED", "b", next);
     watch_close(w);
     (void)rv_a;
     stop_both(&px, &sim);
@@ -1604,7 +1293,7 @@ Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 180)
     val[VAL] = '\0';
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
     proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--bookmark-interval", "1s"));
-    make_ns(sim.url, "slowbm");
+    api_make_ns(sim.url, "slowbm");
     start = sim_stat(&sim, "revision"); /* newer than the configmaps cache: silent until then */
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/slowbm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
@@ -1614,7 +1303,7 @@ Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 180)
         char name[16];
 
         snprintf(name, sizeof(name), "big%02d", i);
-        rv[i] = cm_create(sim.url, "slowbm", name, NULL, val);
+        rv[i] = api_cm_create(sim.url, "slowbm", name, NULL, val, NULL);
     }
     nap(2500); /* > 2 bookmark intervals while ~12 MB wait for this reader */
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
@@ -1726,24 +1415,25 @@ static void relist_case(enum break_how how)
     cJSON *pj, *sj;
 
     upstream_up(&u, how, "configmaps");
-    make_ns(u.sim.url, "rl");
-    cm_create(u.sim.url, "rl", "c1", NULL, "1");
-    r0 = cm_create(u.sim.url, "rl", "c2", NULL, "1");
+    api_make_ns(u.sim.url, "rl");
+    api_cm_create(u.sim.url, "rl", "c1", NULL, "1", NULL);
+    r0 = api_cm_create(u.sim.url, "rl", "c2", NULL, "1", NULL);
     wait_metric(&u.px, "kwp_resource_version", "configmaps", r0, REQ_MS);
     lists0 = sim_stat(&u.sim, "resources.configmaps.lists");
     relists0 = metric(&u.px, "kwp_relists_total", "configmaps");
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
              r0);
-    w1 = wopen(u.px.url, path, 200);
-    w2 = wopen(u.px.url, "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
-    wline(w2, 2); /* c1, c2, end bookmark */
+    w1 = api_watch(u.px.url, path, 200);
+    w2 = api_watch(u.px.url,
+                   "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    api_wline(w2, 2); /* c1, c2, end bookmark */
 
     /* Events the proxy never receives, then compaction past them, then the break. */
     break_begin(&u, "configmaps");
-    cm_create(u.sim.url, "rl", "c3", NULL, "1");
-    cm_delete(&u.sim, "rl", "c1");
-    held = cm_create(u.sim.url, "rl", "c4", NULL, "1");
+    api_cm_create(u.sim.url, "rl", "c3", NULL, "1", NULL);
+    api_cm_delete(u.sim.url, "rl", "c1", NULL);
+    held = api_cm_create(u.sim.url, "rl", "c4", NULL, "1", NULL);
     {
         struct http_resp c;
         char cpath[64];
@@ -1768,33 +1458,33 @@ static void relist_case(enum break_how how)
     watch_close(w2);
     cr_assert_eq(sim_stat(&u.sim, "resources.configmaps.lists"), lists0 + 1,
                  "exactly one relist reached the sim");
-    wait_ready(&u.px);
+    srv_wait_ready(&u.px, READY_MS);
 
     /* The cache recovered: rv=0 equals the sim's state, at the relist RV. */
     get(u.px.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &r);
     get(u.sim.url, "/api/v1/namespaces/rl/configmaps?resourceVersion=0", &s);
     cr_assert_eq(r.code, 200);
-    pj = jbody(&r);
-    sj = jbody(&s);
+    pj = json_body(&r);
+    sj = json_body(&s);
     expect_same_items(pj, sj, "rv=0 LIST after the relist");
-    cr_assert_eq(cJSON_GetArraySize(jat(pj, "items")), 3, "c2, c3, c4");
-    cr_assert_eq(jrv(pj), held, "cache RV = relist RV");
+    cr_assert_eq(cJSON_GetArraySize(json_at(pj, "items")), 3, "c2, c3, c4");
+    cr_assert_eq(json_rv(pj), held, "cache RV = relist RV");
     cJSON_Delete(pj);
     cJSON_Delete(sj);
     http_resp_free(&r);
     http_resp_free(&s);
 
     /* Re-watches below the relist RV are too old; at it they work (vector 39). */
-    w3 = wopen(u.px.url, path, 200);
+    w3 = api_watch(u.px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, r0, held);
-    expect_line(w3, 0, want);
+    api_expect_line(w3, 0, want);
     expect_clean_end(w3, REQ_MS, "re-watch below the relist RV");
     watch_close(w3);
     snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
              held);
-    w3 = wopen(u.px.url, path, 200);
-    rv = cm_create(u.sim.url, "rl", "c5", NULL, "1");
-    expect_ev(w3, 0, "ADDED", "c5", rv);
+    w3 = api_watch(u.px.url, path, 200);
+    rv = api_cm_create(u.sim.url, "rl", "c5", NULL, "1", NULL);
+    api_expect_ev(w3, 0, "ADDED", "c5", rv);
     watch_close(w3);
 
     upstream_down(&u);
@@ -1825,7 +1515,7 @@ static void resume_case(enum break_how how)
     char path[256];
 
     upstream_up(&u, how, "configmaps");
-    make_ns(u.sim.url, "rs");
+    api_make_ns(u.sim.url, "rs");
     start = sim_stat(&u.sim, "revision"); /* newer than the configmaps cache: silent until then */
     lists0 = sim_stat(&u.sim, "resources.configmaps.lists");
     simw0 = sim_stat(&u.sim, "resources.configmaps.watches");
@@ -1834,30 +1524,30 @@ static void resume_case(enum break_how how)
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/rs/configmaps?watch=1&resourceVersion=%" PRIu64,
              start);
-    w = wopen(u.px.url, path, 200);
+    w = api_watch(u.px.url, path, 200);
     /* a00-a03 delivered normally; a04-a07 written during the break (never sent on the old
      * stream); a08-a11 while the proxy re-watches. */
     for (int i = 0; i < N; i++) {
         char name[16];
 
         if (i == 4) {
-            wline(w, 3);
+            api_wline(w, 3);
             break_begin(&u, "configmaps");
         } else if (i == 8) {
             break_end(&u);
         }
         snprintf(name, sizeof(name), "a%02d", i);
-        rv[i] = cm_create(u.sim.url, "rs", name, NULL, "1");
+        rv[i] = api_cm_create(u.sim.url, "rs", name, NULL, "1", NULL);
     }
     for (int i = 0; i < N; i++) {
         char name[16];
 
         snprintf(name, sizeof(name), "a%02d", i);
-        expect_ev(w, (size_t)i, "ADDED", name, rv[i]);
+        api_expect_ev(w, (size_t)i, "ADDED", name, rv[i]);
     }
     /* Live after the resume, and nothing duplicated before it. */
-    rv[N] = cm_patch(u.sim.url, "rs", "a00", "{\"data\":{\"k\":\"2\"}}");
-    expect_ev(w, N, "MODIFIED", "a00", rv[N]);
+    rv[N] = api_cm_patch(u.sim.url, "rs", "a00", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_expect_ev(w, N, "MODIFIED", "a00", rv[N]);
     cr_assert_eq(watch_line_count(w), (size_t)N + 1);
     cr_assert_not(watch_ended(w, NULL, NULL), "the downstream watch survives a re-watch");
     watch_close(w);
@@ -1897,28 +1587,28 @@ Test(proxy, overlong_upstream_line_relists, .timeout = 180)
     memset(val, 'q', VAL);
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
     proxy_up(&px, sim.url, ARGS("--resources", "configmaps", "--max-line", "64Ki"));
-    make_ns(sim.url, "long");
-    rv = cm_create(sim.url, "long", "small", NULL, "1");
+    api_make_ns(sim.url, "long");
+    rv = api_cm_create(sim.url, "long", "small", NULL, "1", NULL);
     wait_metric(&px, "kwp_resource_version", "configmaps", rv, REQ_MS);
     relists0 = metric(&px, "kwp_relists_total", "configmaps");
     errors0 = metric(&px, "kwp_upstream_errors_total", "configmaps");
     snprintf(path, sizeof(path), "/api/v1/namespaces/long/configmaps?watch=1&resourceVersion=%" PRIu64,
              rv);
-    w = wopen(px.url, path, 200);
+    w = api_watch(px.url, path, 200);
 
-    rv = cm_create(sim.url, "long", "huge", NULL, val);
+    rv = api_cm_create(sim.url, "long", "huge", NULL, val, NULL);
     wait_metric(&px, "kwp_relists_total", "configmaps", relists0 + 1, 30000);
     cr_assert_gt(metric(&px, "kwp_upstream_errors_total", "configmaps"), errors0,
                  "the over-long line counts as an upstream error");
     expect_clean_end(w, 30000, "a downstream watch during the relist");
     expect_no_error_event(w, "a downstream watch during the relist");
     watch_close(w);
-    wait_ready(&px);
+    srv_wait_ready(&px, READY_MS);
     get(px.url, "/api/v1/namespaces/long/configmaps?resourceVersion=0", &r);
     cr_assert_eq(r.code, 200);
-    j = jbody(&r);
-    cr_assert_eq(cJSON_GetArraySize(jat(j, "items")), 2, "the relist brought the huge object");
-    cr_assert_eq(jrv(j), rv);
+    j = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(j, "items")), 2, "the relist brought the huge object");
+    cr_assert_eq(json_rv(j), rv);
     cJSON_Delete(j);
     http_resp_free(&r);
     stop_both(&px, &sim);
@@ -1944,7 +1634,7 @@ Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 180)
     for (int i = 0; i < N; i++) {
         snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%" PRIu64,
                  i % 2 ? "/api/v1/pods" : "/api/v1/namespaces/default/pods", start);
-        w[i] = wopen(px.url, path, 200);
+        w[i] = api_watch(px.url, path, 200);
     }
     wait_metric(&px, "kwp_watches_open", "pods", N, REQ_MS);
     cr_assert_eq(sim_stat(&sim, "resources.pods.watches_open"), 1u,
@@ -1953,9 +1643,9 @@ Test(proxy, fanout_200_watches_one_upstream_watch, .timeout = 180)
                  "no upstream WATCH request for downstream watches");
     cr_assert_eq(metric(&px, "kwp_upstream_watches_open", "pods"), 1u);
 
-    rv = pod_create(sim.url, "default", "fan");
+    rv = api_pod_create(sim.url, "default", "fan", NULL);
     for (int i = 0; i < N; i++) {
-        expect_ev(w[i], 0, "ADDED", "fan", rv);
+        api_expect_ev(w[i], 0, "ADDED", "fan", rv);
     }
     for (int i = 0; i < N; i++) {
         watch_close(w[i]);
@@ -1990,8 +1680,10 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
 
     /* Reference: the sim's own watch; then the proxy's fast watcher. Both from rv=0 with the
      * end bookmark, which gives the RV their live parts start after. */
-    ref = wopen(sim.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
-    fast = wopen(px.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    ref =
+        api_watch(sim.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
+    fast =
+        api_watch(px.url, "/api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
     fd = raw_get(px.url, 4096, "/api/v1/pods?watch=1&resourceVersion=0");
 
     t0 = http_now_ms();
@@ -2013,28 +1705,28 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
     /* Compare the live parts over the common RV range. */
     for (i = 0; i < watch_line_count(fast) && nf < MAXEV; i++) {
         const char *l = watch_line(fast, i, NULL);
-        struct ev e;
+        struct api_ev e;
 
-        ev_parse(l, &e);
+        api_ev_parse(l, &e);
         if (strcmp(e.type, "BOOKMARK") == 0) {
             cr_assert(p0 == 0 && strstr(l, "initial-events-end"), "unexpected bookmark: %s", l);
             p0 = e.rv;
         } else if (p0 != 0) {
             fr[nf++] = e.rv;
         }
-        ev_free(&e);
+        api_ev_free(&e);
     }
     for (i = 0; i < watch_line_count(ref) && ns < MAXEV; i++) {
         const char *l = watch_line(ref, i, NULL);
-        struct ev e;
+        struct api_ev e;
 
-        ev_parse(l, &e);
+        api_ev_parse(l, &e);
         if (strcmp(e.type, "BOOKMARK") == 0) {
             s0 = s0 == 0 ? e.rv : s0;
         } else if (s0 != 0) {
             sr[ns++] = e.rv;
         }
-        ev_free(&e);
+        api_ev_free(&e);
     }
     watch_close(fast);
     watch_close(ref);
@@ -2138,10 +1830,11 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
 
     /* continue together with an rv (vector 14): a real token from a paginated LIST. */
     get(sim.url, "/api/v1/namespaces/default/pods?limit=2", &s);
-    j = jbody(&s);
-    cr_assert_str_neq(jtxt(j, "metadata.continue"), "(absent)", "a continue token");
-    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods?limit=2&continue=%s&resourceVersion=%" PRIu64,
-             jtxt(j, "metadata.continue"), jrv(j));
+    j = json_body(&s);
+    cr_assert_str_neq(json_txt(j, "metadata.continue"), "(absent)", "a continue token");
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?limit=2&continue=%s&resourceVersion=%" PRIu64,
+             json_txt(j, "metadata.continue"), json_rv(j));
     get(px.url, path, &r);
     expect_exact(&r, 400, continue_rv);
     http_resp_free(&r);
@@ -2181,7 +1874,7 @@ Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
     cr_assert(body && url);
     sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
     proxy_up(&px, sim.url, ARGS("--resources", "configmaps"));
-    make_ns(px.url, "big");
+    api_make_ns(px.url, "big");
     before = sim_stat(&sim, "revision");
 
     n = (size_t)snprintf(body, 256,
@@ -2205,7 +1898,7 @@ Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
     http_resp_free(&r);
 
     /* A write of normal size through the proxy still works. */
-    cr_assert_gt(cm_create(px.url, "big", "small", NULL, "ok"), before);
+    cr_assert_gt(api_cm_create(px.url, "big", "small", NULL, "ok", NULL), before);
     free(body);
     free(url);
     stop_both(&px, &sim);
@@ -2228,11 +1921,11 @@ Test(proxy, refused_upstream_not_ready_429, .timeout = 180)
     cr_assert_eq(proc_kill(px.p, 0), 0, "the proxy is still running");
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);
     expect_exact(&r, 429, NOT_READY_BODY);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     http_resp_free(&r);
     get(px.url, "/api/v1/namespaces/default/pods?watch=1", &r);
     expect_exact(&r, 429, NOT_READY_BODY);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     http_resp_free(&r);
     get(px.url, "/api/v1/pods?labelSelector=a%3Db&limit=5&resourceVersion=0", &r);
     expect_exact(&r, 429, NOT_READY_BODY);
@@ -2293,8 +1986,8 @@ Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 180)
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);
     cr_assert_eq(r.code, 200, "rv=0 from the cache while upstream is gone: HTTP %ld %s", r.code,
                  r.body);
-    pj = jbody(&r);
-    sj = jbody(&s);
+    pj = json_body(&r);
+    sj = json_body(&s);
     expect_same_items(pj, sj, "rv=0 LIST with the upstream gone");
     cJSON_Delete(pj);
     cJSON_Delete(sj);
@@ -2303,7 +1996,7 @@ Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 180)
 
     /* Upstream back: ready again. */
     relay_set(rl, &rl->reset, false);
-    wait_ready(&px);
+    srv_wait_ready(&px, READY_MS);
     srv_stop(&px, "kwp proxy");
     relay_free(rl);
     srv_stop(&sim, "kwp sim");
@@ -2350,7 +2043,7 @@ Test(proxy, sigterm_with_open_watches_exits_0, .timeout = 180)
             "/api/v1/namespaces/ns-1/pods?watch=1&labelSelector=app%3Dapi",
         };
 
-        w[i] = wopen(px.url, paths[i % 4], 200);
+        w[i] = api_watch(px.url, paths[i % 4], 200);
     }
     wait_metric(&px, "kwp_watches_open", "pods", 9, REQ_MS);
     t0 = http_now_ms();

@@ -22,100 +22,45 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "tests/support/api.h"
 #include "tests/support/http.h"
+#include "tests/support/json.h"
 #include "tests/support/proc.h"
+#include "tests/support/srv.h"
 
 /* One timeout for every Test: Criterion 2.4.1's runner leaks (LeakSanitizer) when the tests
  * of one binary have different .timeout values. */
 #define SIM_TEST_TIMEOUT_S 90
-#define REQ_TIMEOUT_MS 15000L
-#define LINE_TIMEOUT_MS 5000L
-#define URL_MAX 2048
 
 /* ---- the simulator under test ------------------------------------------------------ */
 
-struct sim {
-    struct proc *p;
-    char url[256];
-};
-
 /* Starts kwp sim with the deterministic defaults plus <extra> (NULL-terminated, may be NULL). */
-static void sim_start(struct sim *s, const char *const *extra)
+static void sim_start(struct srv *s, const char *const *extra)
 {
-    const char *argv[48];
-    size_t n = 0;
-    size_t i;
-
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = "sim";
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    argv[n++] = "--objects";
-    argv[n++] = "0";
-    argv[n++] = "--churn";
-    argv[n++] = "0";
-    for (i = 0; extra && extra[i] && n < 46; i++) {
-        argv[n++] = extra[i];
-    }
-    argv[n] = NULL;
-    memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
-    cr_assert_not_null(s->p, "could not start %s sim", argv[0]);
+    srv_spawn(s, "sim", ARGS("--objects", "0", "--churn", "0"), extra);
 }
 
 /* Starts kwp sim with exactly <argv_tail> after "--listen 127.0.0.1:0" (no defaults). */
-static void sim_start_raw(struct sim *s, const char *const *argv_tail)
+static void sim_start_raw(struct srv *s, const char *const *argv_tail)
 {
-    const char *argv[48];
-    size_t n = 0;
-    size_t i;
-
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = "sim";
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    for (i = 0; argv_tail && argv_tail[i] && n < 46; i++) {
-        argv[n++] = argv_tail[i];
-    }
-    argv[n] = NULL;
-    memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
-    cr_assert_not_null(s->p, "could not start %s sim", argv[0]);
+    srv_spawn(s, "sim", argv_tail, NULL);
 }
 
-static void sim_stop(struct sim *s)
+static void sim_stop(struct srv *s)
 {
-    int st = proc_stop(s->p);
-
-    s->p = NULL;
-    cr_assert_eq(st, 0, "kwp sim exited with status %d (0 expected after SIGTERM)", st);
+    srv_stop(s, "kwp sim");
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
 
-static void url_of(const struct sim *s, const char *path, char *out, size_t cap)
-{
-    int n = snprintf(out, cap, "%s%s", s->url, path);
-
-    cr_assert(n > 0 && (size_t)n < cap, "URL too long for buffer: %s", path);
-}
-
 /* Performs a request and asserts that a response arrived. */
-static void req(const struct sim *s, const char *method, const char *path, const char *ctype,
+static void req(const struct srv *s, const char *method, const char *path, const char *ctype,
                 const char *body, struct http_resp *r)
 {
-    char url[URL_MAX];
-    int rc;
-
-    url_of(s, path, url, sizeof(url));
-    rc = http_do(method, url, ctype, body, NULL, REQ_TIMEOUT_MS, r);
-    cr_assert_eq(rc, 0, "%s %.300s: no complete response within %ld ms (%s): HTTP %ld, %zu body "
-                 "bytes received, body starts: %.300s", method, path, REQ_TIMEOUT_MS,
-                 rc == -ETIMEDOUT ? "timed out" : "transfer error", r->code, r->body_len,
-                 r->body ? r->body : "");
+    api_req(s->url, method, path, ctype, body, NULL, r);
 }
 
-static void get(const struct sim *s, const char *path, struct http_resp *r)
+static void get(const struct srv *s, const char *path, struct http_resp *r)
 {
     req(s, "GET", path, NULL, NULL, r);
 }
@@ -146,90 +91,11 @@ static void expect_status(const struct http_resp *r, long code, const char *expe
     expect_body(r, expected);
 }
 
-static void expect_header(const struct http_resp *r, const char *name, const char *value)
-{
-    char got[256];
-
-    cr_assert(http_resp_header(r, name, got, sizeof(got)), "no %s header; headers:\n%s", name,
-              r->headers);
-    cr_assert_str_eq(got, value, "header %s: expected \"%s\", got \"%s\"", name, value, got);
-}
-
 /* ---- JSON ---------------------------------------------------------------------------- */
-
-static cJSON *jparse_buf(const char *p, size_t n)
-{
-    cJSON *j = cJSON_ParseWithLength(p, n);
-
-    cr_assert_not_null(j, "invalid JSON: %.*s", (int)(n > 2000 ? 2000 : n), p);
-    return j;
-}
-
-static cJSON *jparse(const struct http_resp *r)
-{
-    return jparse_buf(r->body, r->body_len);
-}
-
-/* Member at a dotted path ("metadata.resourceVersion"); NULL if absent. */
-static const cJSON *jget(const cJSON *o, const char *path)
-{
-    char key[128];
-    const char *p = path;
-
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-
-        if (len >= sizeof(key)) {
-            return NULL;
-        }
-        memcpy(key, p, len);
-        key[len] = '\0';
-        o = cJSON_GetObjectItemCaseSensitive(o, key);
-        p = dot ? dot + 1 : p + len;
-    }
-    return o;
-}
-
-static const char *jstr(const cJSON *o, const char *path)
-{
-    const cJSON *v = jget(o, path);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* jstr for comparisons: never NULL, so a missing member fails the assertion, not the test. */
-static const char *js(const cJSON *o, const char *path)
-{
-    const char *v = jstr(o, path);
-
-    return v ? v : "(absent)";
-}
-
-static uint64_t parse_u64(const char *s)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    cr_assert_not_null(s, "missing number");
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    cr_assert(errno == 0 && end != s && *end == '\0', "not a uint64: \"%s\"", s);
-    return (uint64_t)v;
-}
-
-/* metadata.resourceVersion as a number (asserts it is present and numeric). */
-static uint64_t jrv(const cJSON *o)
-{
-    const char *s = jstr(o, "metadata.resourceVersion");
-
-    cr_assert_not_null(s, "no metadata.resourceVersion in %s", cJSON_PrintUnformatted(o));
-    return parse_u64(s);
-}
 
 static int jint(const cJSON *o, const char *path, int dflt)
 {
-    const cJSON *v = jget(o, path);
+    const cJSON *v = json_at(o, path);
 
     return cJSON_IsNumber(v) ? v->valueint : dflt;
 }
@@ -237,14 +103,14 @@ static int jint(const cJSON *o, const char *path, int dflt)
 /* Asserts the list's items have exactly the names in <names> (NULL-terminated), in order. */
 static void expect_item_names(const cJSON *list, const char *const *names)
 {
-    const cJSON *items = jget(list, "items");
+    const cJSON *items = json_at(list, "items");
     size_t i = 0;
     const cJSON *it;
 
     cr_assert(cJSON_IsArray(items), "no items array");
     cJSON_ArrayForEach(it, items)
     {
-        const char *nm = jstr(it, "metadata.name");
+        const char *nm = json_str(it, "metadata.name");
 
         cr_assert_not_null(names[i], "extra item %s at %zu", nm ? nm : "?", i);
         cr_assert_str_eq(nm ? nm : "", names[i], "item %zu: expected %s, got %s", i, names[i],
@@ -311,10 +177,10 @@ static void token_decode(const char *tok, struct token *t)
 {
     char raw[1024];
     size_t n = b64url_decode(tok, raw, sizeof(raw));
-    cJSON *j = jparse_buf(raw, n);
-    const char *v = jstr(j, "v");
-    const cJSON *rv = jget(j, "rv");
-    const char *start = jstr(j, "start");
+    cJSON *j = json_parse(raw, n);
+    const char *v = json_str(j, "v");
+    const cJSON *rv = json_at(j, "rv");
+    const char *start = json_str(j, "start");
     size_t sl;
 
     memset(t, 0, sizeof(*t));
@@ -337,114 +203,7 @@ static void token_decode(const char *tok, struct token *t)
 
 /* ---- objects ------------------------------------------------------------------------- */
 
-static void ensure_ns(const struct sim *s, const char *ns)
-{
-    char body[256];
-    struct http_resp r;
-
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns);
-    req(s, "POST", "/api/v1/namespaces", "application/json", body, &r);
-    cr_assert(r.code == 201 || r.code == 409, "create namespace %s: HTTP %ld %s", ns, r.code,
-              r.body);
-    http_resp_free(&r);
-}
-
-/* Returns the response object (caller frees) through <out> if not NULL; returns its rv. */
-static uint64_t take_obj(struct http_resp *r, long want, const char *what, cJSON **out)
-{
-    cJSON *j;
-    uint64_t rv;
-
-    cr_assert_eq(r->code, want, "%s: HTTP %ld (expected %ld): %s", what, r->code, want, r->body);
-    j = jparse(r);
-    rv = jrv(j);
-    http_resp_free(r);
-    if (out) {
-        *out = j;
-    } else {
-        cJSON_Delete(j);
-    }
-    return rv;
-}
-
-/* POST a ConfigMap <ns>/<name> with optional labels (JSON object text) and data k=<val>. */
-static uint64_t cm_create(const struct sim *s, const char *ns, const char *name,
-                          const char *labels, const char *val, cJSON **out)
-{
-    char path[256];
-    char body[1024];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps", ns);
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\"%s%s},"
-             "\"data\":{\"k\":\"%s\"}}",
-             name, labels ? ",\"labels\":" : "", labels ? labels : "", val ? val : "v");
-    req(s, "POST", path, "application/json", body, &r);
-    return take_obj(&r, 201, "create configmap", out);
-}
-
-static uint64_t cm_patch(const struct sim *s, const char *ns, const char *name,
-                         const char *patch, cJSON **out)
-{
-    char path[256];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
-    req(s, "PATCH", path, "application/merge-patch+json", patch, &r);
-    return take_obj(&r, 200, "patch configmap", out);
-}
-
-/* GET /_sim/stats, parsed (caller frees). */
-static cJSON *stats(const struct sim *s)
-{
-    struct http_resp r;
-    cJSON *j;
-
-    get(s, "/_sim/stats", &r);
-    cr_assert_eq(r.code, 200, "/_sim/stats: HTTP %ld %s", r.code, r.body);
-    j = jparse(&r);
-    http_resp_free(&r);
-    return j;
-}
-
-static uint64_t stat_u64(const cJSON *st, const char *path)
-{
-    const cJSON *v = jget(st, path);
-
-    cr_assert(cJSON_IsNumber(v), "/_sim/stats has no number at %s: %s", path,
-              cJSON_PrintUnformatted(st));
-    return (uint64_t)v->valuedouble;
-}
-
-/* The global revision now (the RV of the last write, with --churn 0). */
-static uint64_t sim_revision(const struct sim *s)
-{
-    cJSON *st = stats(s);
-    uint64_t rv = stat_u64(st, "revision");
-
-    cJSON_Delete(st);
-    return rv;
-}
-
-/* DELETE; returns the deletion revision (from /_sim/stats) and the response object. */
-static uint64_t cm_delete(const struct sim *s, const char *ns, const char *name, cJSON **out)
-{
-    char path[256];
-    struct http_resp r;
-
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, name);
-    req(s, "DELETE", path, NULL, NULL, &r);
-    cr_assert_eq(r.code, 200, "delete %s/%s: HTTP %ld %s", ns, name, r.code, r.body);
-    if (out) {
-        *out = jparse(&r);
-    }
-    http_resp_free(&r);
-    return sim_revision(s);
-}
-
-static void compact_now(const struct sim *s)
+static void compact_now(const struct srv *s)
 {
     struct http_resp r;
 
@@ -455,66 +214,19 @@ static void compact_now(const struct sim *s)
 
 /* ---- watch events -------------------------------------------------------------------- */
 
-struct wev {
-    cJSON *root;
-    const char *type;
-    const cJSON *obj;
-    const char *name;
-    uint64_t rv;
-};
-
-static void wev_parse(const char *line, struct wev *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->root = jparse_buf(line, strlen(line));
-    e->type = jstr(e->root, "type");
-    e->obj = jget(e->root, "object");
-    cr_assert_not_null(e->type, "event without type: %s", line);
-    cr_assert(cJSON_IsObject(e->obj), "event without object: %s", line);
-    e->name = jstr(e->obj, "metadata.name");
-    if (jstr(e->obj, "metadata.resourceVersion")) {
-        e->rv = jrv(e->obj);
-    }
-}
-
-static void wev_free(struct wev *e)
-{
-    cJSON_Delete(e->root);
-    memset(e, 0, sizeof(*e));
-}
-
-static const char *line_at(struct watch *w, size_t i)
-{
-    int rc = watch_wait_lines(w, i + 1, LINE_TIMEOUT_MS);
-    const char *l;
-
-    cr_assert_eq(rc, 0, "waiting for watch line %zu: %s (have %zu lines%s%s)", i,
-                 rc == -EPIPE ? "stream ended" : "timed out", watch_line_count(w),
-                 watch_line_count(w) ? "; last: " : "",
-                 watch_line_count(w) ? watch_line(w, watch_line_count(w) - 1, NULL) : "");
-    l = watch_line(w, i, NULL);
-    cr_assert_not_null(l);
-    return l;
-}
-
 /* Asserts line <i> is a <type> event for object <name> at <rv>, with kind/apiVersion. */
 static void expect_event(struct watch *w, size_t i, const char *type, const char *name,
                          uint64_t rv, const char *kind)
 {
-    const char *line = line_at(w, i);
-    struct wev e;
+    struct api_ev e;
 
-    wev_parse(line, &e);
-    cr_assert_str_eq(e.type, type, "line %zu: type %s, expected %s: %s", i, e.type, type, line);
-    cr_assert_str_eq(e.name ? e.name : "", name, "line %zu: object %s, expected %s: %s", i,
-                     e.name ? e.name : "(none)", name, line);
-    cr_assert_eq(e.rv, rv, "line %zu: rv %" PRIu64 ", expected %" PRIu64 ": %s", i, e.rv, rv,
-                 line);
-    cr_assert_str_eq(js(e.obj, "kind") ? jstr(e.obj, "kind") : "", kind,
-                     "line %zu: watch objects carry kind %s: %s", i, kind, line);
-    cr_assert_str_eq(js(e.obj, "apiVersion") ? jstr(e.obj, "apiVersion") : "", "v1",
-                     "line %zu: watch objects carry apiVersion: %s", i, line);
-    wev_free(&e);
+    api_expect_ev(w, i, type, name, rv);
+    api_ev_parse(api_wline(w, i), &e);
+    cr_assert_str_eq(json_txt(e.obj, "kind"), kind, "line %zu: watch objects carry kind %s: %s", i,
+                     kind, watch_line(w, i, NULL));
+    cr_assert_str_eq(json_txt(e.obj, "apiVersion"), "v1",
+                     "line %zu: watch objects carry apiVersion: %s", i, watch_line(w, i, NULL));
+    api_ev_free(&e);
 }
 
 /* Asserts lines first.. are ADDED events for <names> at <rvs> (an initial-events block). */
@@ -528,29 +240,6 @@ static void expect_added(struct watch *w, size_t first, const char *const *names
     }
 }
 
-static void expect_line(struct watch *w, size_t i, const char *expected)
-{
-    const char *line = line_at(w, i);
-
-    cr_assert_str_eq(line, expected, "line %zu mismatch\nexpected: %s\n     got: %s", i,
-                     expected, line);
-}
-
-static struct watch *watch_start(const struct sim *s, const char *path, long expect_code)
-{
-    char url[URL_MAX];
-    struct watch *w;
-    long code;
-
-    url_of(s, path, url, sizeof(url));
-    w = watch_open(url, 60000);
-    cr_assert_not_null(w);
-    code = watch_wait_status(w, REQ_TIMEOUT_MS);
-    cr_assert_eq(code, expect_code, "watch %s: HTTP %ld, expected %ld", path, code,
-                 expect_code);
-    return w;
-}
-
 static void expect_count(struct watch *w, size_t n)
 {
     size_t have = watch_line_count(w);
@@ -559,18 +248,6 @@ static void expect_count(struct watch *w, size_t n)
                  have > n ? n : 0, have > n ? watch_line(w, n, NULL) : "");
 }
 
-#define CM_BOOKMARK_FMT \
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\"," \
-    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"}}}"
-#define CM_END_BOOKMARK_FMT \
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\"," \
-    "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\",\"annotations\":" \
-    "{\"k8s.io/initial-events-end\":\"true\"}}}}"
-#define TOO_LARGE_FMT \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
-    "\"message\":\"Timeout: Too large resource version: %" PRIu64 ", current: %" PRIu64 "\"," \
-    "\"reason\":\"Timeout\",\"details\":{\"causes\":[{\"reason\":\"ResourceVersionTooLarge\"," \
-    "\"message\":\"Too large resource version\"}],\"retryAfterSeconds\":1},\"code\":504}"
 #define NOT_FOUND_FMT \
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
     "\"message\":\"%s \\\"%s\\\" not found\",\"reason\":\"NotFound\"," \
@@ -582,7 +259,7 @@ static void expect_count(struct watch *w, size_t n)
 
 Test(sim, starts_on_port_0_and_exits_0_on_sigterm, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
 
@@ -591,10 +268,10 @@ Test(sim, starts_on_port_0_and_exits_0_on_sigterm, .timeout = SIM_TEST_TIMEOUT_S
     cr_assert_neq(strcmp(s.url, "http://127.0.0.1:0"), 0, "printed port 0, not the bound port");
     get(&s, "/version", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert_not_null(jstr(j, "gitVersion"), "/version has gitVersion: %s", r.body);
-    cr_assert_not_null(jstr(j, "major"));
-    cr_assert_not_null(jstr(j, "minor"));
+    j = json_body(&r);
+    cr_assert_not_null(json_str(j, "gitVersion"), "/version has gitVersion: %s", r.body);
+    cr_assert_not_null(json_str(j, "major"));
+    cr_assert_not_null(json_str(j, "minor"));
     cJSON_Delete(j);
     http_resp_free(&r);
     sim_stop(&s);
@@ -606,7 +283,7 @@ static bool array_has_name(const cJSON *arr, const char *key, const char *val)
 
     cJSON_ArrayForEach(it, arr)
     {
-        const char *v = cJSON_IsString(it) ? it->valuestring : jstr(it, key);
+        const char *v = cJSON_IsString(it) ? it->valuestring : json_str(it, key);
 
         if (v && strcmp(v, val) == 0) {
             return true;
@@ -617,7 +294,7 @@ static bool array_has_name(const cJSON *arr, const char *key, const char *val)
 
 Test(sim, discovery_documents, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     const cJSON *it;
@@ -626,49 +303,48 @@ Test(sim, discovery_documents, .timeout = SIM_TEST_TIMEOUT_S)
     sim_start(&s, NULL);
     get(&s, "/api", &r);
     cr_assert_eq(r.code, 200, "/api: %ld", r.code);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "APIVersions");
-    cr_assert(array_has_name(jget(j, "versions"), "", "v1"), "/api lists v1: %s", r.body);
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "APIVersions");
+    cr_assert(array_has_name(json_at(j, "versions"), "", "v1"), "/api lists v1: %s", r.body);
     cJSON_Delete(j);
     http_resp_free(&r);
 
     get(&s, "/api/v1", &r);
     cr_assert_eq(r.code, 200, "/api/v1: %ld", r.code);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "APIResourceList");
-    cr_assert_str_eq(js(j, "groupVersion"), "v1");
-    cJSON_ArrayForEach(it, jget(j, "resources"))
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "APIResourceList");
+    cr_assert_str_eq(json_txt(j, "groupVersion"), "v1");
+    cJSON_ArrayForEach(it, json_at(j, "resources"))
     {
-        if (jstr(it, "name") && strcmp(jstr(it, "name"), "pods") == 0) {
-            cr_assert_str_eq(js(it, "kind"), "Pod");
-            cr_assert(cJSON_IsTrue(jget(it, "namespaced")));
-            cr_assert(array_has_name(jget(it, "verbs"), "", "watch"), "pods verbs: watch");
-            cr_assert(array_has_name(jget(it, "verbs"), "", "list"), "pods verbs: list");
+        if (json_str(it, "name") && strcmp(json_str(it, "name"), "pods") == 0) {
+            cr_assert_str_eq(json_txt(it, "kind"), "Pod");
+            cr_assert(cJSON_IsTrue(json_at(it, "namespaced")));
+            cr_assert(array_has_name(json_at(it, "verbs"), "", "watch"), "pods verbs: watch");
+            cr_assert(array_has_name(json_at(it, "verbs"), "", "list"), "pods verbs: list");
             pods_ok = true;
         }
     }
     cr_assert(pods_ok, "/api/v1 lists pods: %s", r.body);
-    cr_assert(array_has_name(jget(j, "resources"), "name", "configmaps"));
-    cr_assert(array_has_name(jget(j, "resources"), "name", "namespaces"));
-    cr_assert(array_has_name(jget(j, "resources"), "name", "nodes"));
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "configmaps"));
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "namespaces"));
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "nodes"));
     cJSON_Delete(j);
     http_resp_free(&r);
 
     get(&s, "/apis", &r);
     cr_assert_eq(r.code, 200, "/apis: %ld", r.code);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "APIGroupList");
-    cr_assert(array_has_name(jget(j, "groups"), "name", "apps"), "/apis lists apps: %s",
-              r.body);
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "APIGroupList");
+    cr_assert(array_has_name(json_at(j, "groups"), "name", "apps"), "/apis lists apps: %s", r.body);
     cJSON_Delete(j);
     http_resp_free(&r);
 
     get(&s, "/apis/apps/v1", &r);
     cr_assert_eq(r.code, 200, "/apis/apps/v1: %ld", r.code);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "groupVersion"), "apps/v1");
-    cr_assert(array_has_name(jget(j, "resources"), "name", "deployments"));
-    cr_assert(array_has_name(jget(j, "resources"), "name", "replicasets"));
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "groupVersion"), "apps/v1");
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "deployments"));
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "replicasets"));
     cJSON_Delete(j);
     http_resp_free(&r);
     sim_stop(&s);
@@ -691,7 +367,7 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
         "\"message\":\"configmaps \\\"c1\\\" already exists\",\"reason\":\"AlreadyExists\","
         "\"details\":{\"name\":\"c1\",\"kind\":\"configmaps\"},\"code\":409}";
     const char *path = "/api/v1/namespaces/crud/configmaps/c1";
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *created = NULL;
     cJSON *j;
@@ -702,28 +378,28 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
     const char *ts;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "crud");
-    rv1 = cm_create(&s, "crud", "c1", "{\"app\":\"x\"}", "v1", &created);
+    api_make_ns(s.url, "crud");
+    rv1 = api_cm_create(s.url, "crud", "c1", "{\"app\":\"x\"}", "v1", &created);
     cr_assert_gt(rv1, 0);
-    cr_assert_str_eq(js(created, "kind"), "ConfigMap");
-    cr_assert_str_eq(js(created, "apiVersion"), "v1");
-    cr_assert_str_eq(js(created, "metadata.name"), "c1");
-    cr_assert_str_eq(js(created, "metadata.namespace"), "crud");
-    cr_assert_str_eq(js(created, "metadata.labels.app"), "x");
-    cr_assert_str_eq(js(created, "data.k"), "v1");
-    cr_assert(jstr(created, "metadata.uid") && strlen(jstr(created, "metadata.uid")) > 0,
+    cr_assert_str_eq(json_txt(created, "kind"), "ConfigMap");
+    cr_assert_str_eq(json_txt(created, "apiVersion"), "v1");
+    cr_assert_str_eq(json_txt(created, "metadata.name"), "c1");
+    cr_assert_str_eq(json_txt(created, "metadata.namespace"), "crud");
+    cr_assert_str_eq(json_txt(created, "metadata.labels.app"), "x");
+    cr_assert_str_eq(json_txt(created, "data.k"), "v1");
+    cr_assert(json_str(created, "metadata.uid") && strlen(json_str(created, "metadata.uid")) > 0,
               "uid set");
-    ts = jstr(created, "metadata.creationTimestamp");
+    ts = json_str(created, "metadata.creationTimestamp");
     cr_assert(ts && strlen(ts) == 20 && ts[4] == '-' && ts[10] == 'T' && ts[19] == 'Z',
               "creationTimestamp RFC 3339 UTC seconds: %s", ts ? ts : "(none)");
-    cr_assert_eq(rv1, sim_revision(&s), "create RV is the global revision");
+    cr_assert_eq(rv1, api_sim_stat(s.url, "revision"), "create RV is the global revision");
 
     /* GET returns the stored object. */
     get(&s, path, &r);
     cr_assert_eq(r.code, 200);
     cr_assert(http_resp_header(&r, "Content-Type", ctype, sizeof(ctype)));
     cr_assert_str_eq(ctype, "application/json");
-    j = jparse(&r);
+    j = json_body(&r);
     cr_assert(cJSON_Compare(j, created, true), "GET differs from create response\n%s\n%s",
               r.body, cJSON_PrintUnformatted(created));
     cJSON_Delete(j);
@@ -742,34 +418,38 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
              "\"x\"}},\"data\":{\"k\":\"v2\"}}",
              rv1);
     req(&s, "PUT", path, "application/json", body, &r);
-    rv2 = take_obj(&r, 200, "update", &j);
+    rv2 = api_written_rv(&r, 200, "update", &j);
     cr_assert_gt(rv2, rv1);
-    cr_assert_str_eq(js(j, "data.k"), "v2");
-    cr_assert_str_eq(js(j, "metadata.uid"), jstr(created, "metadata.uid"), "uid kept");
-    cr_assert_str_eq(js(j, "metadata.creationTimestamp"),
-                     jstr(created, "metadata.creationTimestamp"));
+    cr_assert_str_eq(json_txt(j, "data.k"), "v2");
+    cr_assert_str_eq(json_txt(j, "metadata.uid"), json_str(created, "metadata.uid"), "uid kept");
+    cr_assert_str_eq(json_txt(j, "metadata.creationTimestamp"),
+                     json_str(created, "metadata.creationTimestamp"));
     cJSON_Delete(j);
 
     /* PUT with the stale RV: 409 Conflict, nothing written. */
     req(&s, "PUT", path, "application/json", body, &r);
     expect_status(&r, 409, conflict);
     http_resp_free(&r);
-    cr_assert_eq(sim_revision(&s), rv2, "a rejected update does not bump the revision");
+    cr_assert_eq(api_sim_stat(s.url, "revision"), rv2,
+                 "a rejected update does not bump the revision");
 
     /* PATCH (merge): add a label and a key. */
-    rv3 = cm_patch(&s, "crud", "c1", "{\"metadata\":{\"labels\":{\"tier\":\"db\"}},"
-                                     "\"data\":{\"k2\":\"z\"}}", &j);
+    rv3 = api_cm_patch(s.url, "crud", "c1",
+                       "{\"metadata\":{\"labels\":{\"tier\":\"db\"}},"
+                       "\"data\":{\"k2\":\"z\"}}",
+                       &j);
     cr_assert_gt(rv3, rv2);
-    cr_assert_str_eq(js(j, "metadata.labels.app"), "x");
-    cr_assert_str_eq(js(j, "metadata.labels.tier"), "db");
-    cr_assert_str_eq(js(j, "data.k"), "v2");
-    cr_assert_str_eq(js(j, "data.k2"), "z");
+    cr_assert_str_eq(json_txt(j, "metadata.labels.app"), "x");
+    cr_assert_str_eq(json_txt(j, "metadata.labels.tier"), "db");
+    cr_assert_str_eq(json_txt(j, "data.k"), "v2");
+    cr_assert_str_eq(json_txt(j, "data.k2"), "z");
     cJSON_Delete(j);
 
     /* PATCH with null removes (RFC 7386). */
-    rv4 = cm_patch(&s, "crud", "c1", "{\"metadata\":{\"labels\":{\"tier\":null}}}", &j);
+    rv4 = api_cm_patch(s.url, "crud", "c1", "{\"metadata\":{\"labels\":{\"tier\":null}}}", &j);
     cr_assert_gt(rv4, rv3);
-    cr_assert_null(jget(j, "metadata.labels.tier"), "tier removed: %s", cJSON_PrintUnformatted(j));
+    cr_assert_null(json_at(j, "metadata.labels.tier"), "tier removed: %s",
+                   cJSON_PrintUnformatted(j));
     cJSON_Delete(j);
 
     /* Strategic merge patch is accepted (treated as a merge patch). */
@@ -785,10 +465,10 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
              "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
              "\"Success\",\"details\":{\"name\":\"c1\",\"kind\":\"configmaps\",\"uid\":"
              "\"%s\"}}",
-             js(created, "metadata.uid"));
+             json_txt(created, "metadata.uid"));
     expect_status(&r, 200, body);
     http_resp_free(&r);
-    rvdel = sim_revision(&s);
+    rvdel = api_sim_stat(s.url, "revision");
     cr_assert_gt(rvdel, rv4, "the delete is a new revision");
 
     snprintf(nf, sizeof(nf), NOT_FOUND_FMT, "configmaps", "c1", "c1", "configmaps");
@@ -808,7 +488,7 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
 
 Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     char nf[512];
@@ -816,29 +496,29 @@ Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = SIM_TEST_TIMEOUT_S)
     sim_start(&s, NULL);
     req(&s, "POST", "/api/v1/namespaces", "application/json",
         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"it-ns1\"}}", &r);
-    take_obj(&r, 201, "create namespace", &j);
-    cr_assert_str_eq(js(j, "kind"), "Namespace");
-    cr_assert_null(jget(j, "metadata.namespace"), "cluster-scoped: no metadata.namespace");
+    api_written_rv(&r, 201, "create namespace", &j);
+    cr_assert_str_eq(json_txt(j, "kind"), "Namespace");
+    cr_assert_null(json_at(j, "metadata.namespace"), "cluster-scoped: no metadata.namespace");
     cJSON_Delete(j);
 
     get(&s, "/api/v1/namespaces/it-ns1", &r);
-    take_obj(&r, 200, "get namespace", &j);
-    cr_assert_str_eq(js(j, "metadata.name"), "it-ns1");
+    api_written_rv(&r, 200, "get namespace", &j);
+    cr_assert_str_eq(json_txt(j, "metadata.name"), "it-ns1");
     cJSON_Delete(j);
 
     get(&s, "/api/v1/namespaces", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "NamespaceList");
-    cr_assert(array_has_name(jget(j, "items"), "metadata.name", "it-ns1"));
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "NamespaceList");
+    cr_assert(array_has_name(json_at(j, "items"), "metadata.name", "it-ns1"));
     cJSON_Delete(j);
     http_resp_free(&r);
 
     get(&s, "/api/v1/nodes", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "NodeList");
-    cr_assert_str_eq(js(j, "apiVersion"), "v1");
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "NodeList");
+    cr_assert_str_eq(json_txt(j, "apiVersion"), "v1");
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -852,11 +532,11 @@ Test(sim, cluster_scoped_namespaces_and_nodes, .timeout = SIM_TEST_TIMEOUT_S)
 /* SEMANTICS 4: non-core groups name the group in the message and in details. */
 Test(sim, not_found_in_a_named_group, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "grp");
+    api_make_ns(s.url, "grp");
     get(&s, "/apis/apps/v1/namespaces/grp/deployments/zzz", &r);
     expect_status(&r, 404,
                   "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
@@ -871,30 +551,30 @@ Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--resource", "example.com/v1/widgets:namespaced",
                                   "--resource", "example.com/v1/gizmos:cluster", NULL };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     const cJSON *item;
 
     sim_start(&s, extra);
-    ensure_ns(&s, "cr");
+    api_make_ns(s.url, "cr");
     req(&s, "POST", "/apis/example.com/v1/namespaces/cr/widgets", "application/json",
         "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\"},"
         "\"spec\":{\"size\":3}}",
         &r);
-    take_obj(&r, 201, "create widget", &j);
-    cr_assert_str_eq(js(j, "metadata.namespace"), "cr");
+    api_written_rv(&r, 201, "create widget", &j);
+    cr_assert_str_eq(json_txt(j, "metadata.namespace"), "cr");
     cJSON_Delete(j);
 
     get(&s, "/apis/example.com/v1/namespaces/cr/widgets", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "WidgetList");
-    cr_assert_str_eq(js(j, "apiVersion"), "example.com/v1");
-    item = cJSON_GetArrayItem(jget(j, "items"), 0);
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "WidgetList");
+    cr_assert_str_eq(json_txt(j, "apiVersion"), "example.com/v1");
+    item = cJSON_GetArrayItem(json_at(j, "items"), 0);
     cr_assert_not_null(item, "one item: %s", r.body);
-    cr_assert_str_eq(js(item, "kind"), "Widget", "custom resource list items keep kind");
-    cr_assert_str_eq(js(item, "apiVersion"), "example.com/v1");
+    cr_assert_str_eq(json_txt(item, "kind"), "Widget", "custom resource list items keep kind");
+    cr_assert_str_eq(json_txt(item, "apiVersion"), "example.com/v1");
     cr_assert_eq(jint(item, "spec.size", -1), 3);
     cJSON_Delete(j);
     http_resp_free(&r);
@@ -910,16 +590,16 @@ Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
     req(&s, "POST", "/apis/example.com/v1/gizmos", "application/json",
         "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gizmo\",\"metadata\":{\"name\":\"g1\"}}",
         &r);
-    take_obj(&r, 201, "create gizmo", &j);
-    cr_assert_null(jget(j, "metadata.namespace"));
+    api_written_rv(&r, 201, "create gizmo", &j);
+    cr_assert_null(json_at(j, "metadata.namespace"));
     cJSON_Delete(j);
     get(&s, "/apis/example.com/v1/gizmos/g1", &r);
-    take_obj(&r, 200, "get gizmo", NULL);
+    api_written_rv(&r, 200, "get gizmo", NULL);
 
     get(&s, "/apis/example.com/v1", &r);
     cr_assert_eq(r.code, 200, "discovery for the custom group: %ld", r.code);
-    j = jparse(&r);
-    cr_assert(array_has_name(jget(j, "resources"), "name", "widgets"));
+    j = json_body(&r);
+    cr_assert(array_has_name(json_at(j, "resources"), "name", "widgets"));
     cJSON_Delete(j);
     http_resp_free(&r);
     sim_stop(&s);
@@ -932,7 +612,7 @@ Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const abc[] = { "a", "b", "c", NULL };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     const cJSON *it;
@@ -942,10 +622,10 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
     uint64_t rv_c, rv_a, rv_b;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "lst");
-    rv_c = cm_create(&s, "lst", "c", NULL, "1", NULL);
-    rv_a = cm_create(&s, "lst", "a", NULL, "1", NULL);
-    rv_b = cm_create(&s, "lst", "b", NULL, "1", NULL);
+    api_make_ns(s.url, "lst");
+    rv_c = api_cm_create(s.url, "lst", "c", NULL, "1", NULL);
+    rv_a = api_cm_create(s.url, "lst", "a", NULL, "1", NULL);
+    rv_b = api_cm_create(s.url, "lst", "b", NULL, "1", NULL);
     snprintf(want, sizeof(want), "%" PRIu64, rv_b);
 
     /* rv unset: consistent read, key order, list RV = current revision. */
@@ -953,21 +633,21 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert_eq(r.code, 200);
     cr_assert(http_resp_header(&r, "Content-Type", ctype, sizeof(ctype)));
     cr_assert_str_eq(ctype, "application/json");
-    j = jparse(&r);
-    cr_assert_str_eq(js(j, "kind"), "ConfigMapList");
-    cr_assert_str_eq(js(j, "apiVersion"), "v1");
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
-    cr_assert_null(jget(j, "metadata.continue"));
-    cr_assert_null(jget(j, "metadata.remainingItemCount"));
+    j = json_body(&r);
+    cr_assert_str_eq(json_txt(j, "kind"), "ConfigMapList");
+    cr_assert_str_eq(json_txt(j, "apiVersion"), "v1");
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
+    cr_assert_null(json_at(j, "metadata.continue"));
+    cr_assert_null(json_at(j, "metadata.remainingItemCount"));
     expect_item_names(j, abc);
-    cJSON_ArrayForEach(it, jget(j, "items"))
+    cJSON_ArrayForEach(it, json_at(j, "items"))
     {
-        const char *nm = jstr(it, "metadata.name");
+        const char *nm = json_str(it, "metadata.name");
         uint64_t want_rv = nm[0] == 'a' ? rv_a : nm[0] == 'b' ? rv_b : rv_c;
 
-        cr_assert_null(jget(it, "kind"), "built-in list items carry no kind (SEMANTICS 1.7)");
-        cr_assert_null(jget(it, "apiVersion"), "built-in list items carry no apiVersion");
-        cr_assert_eq(jrv(it), want_rv, "item %s keeps its own RV", nm);
+        cr_assert_null(json_at(it, "kind"), "built-in list items carry no kind (SEMANTICS 1.7)");
+        cr_assert_null(json_at(it, "apiVersion"), "built-in list items carry no apiVersion");
+        cr_assert_eq(json_rv(it), want_rv, "item %s keeps its own RV", nm);
     }
     cJSON_Delete(j);
     http_resp_free(&r);
@@ -975,11 +655,11 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
     /* rv=0 ignores limit: everything, no continue, no remainingItemCount (vector 2). */
     get(&s, "/api/v1/namespaces/lst/configmaps?resourceVersion=0&limit=2", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
+    j = json_body(&r);
     expect_item_names(j, abc);
-    cr_assert_null(jget(j, "metadata.continue"), "rv=0 ignores limit: %s", r.body);
-    cr_assert_null(jget(j, "metadata.remainingItemCount"));
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
+    cr_assert_null(json_at(j, "metadata.continue"), "rv=0 ignores limit: %s", r.body);
+    cr_assert_null(json_at(j, "metadata.remainingItemCount"));
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -988,9 +668,9 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
              rv_c);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
+    j = json_body(&r);
     expect_item_names(j, abc);
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -1001,27 +681,27 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
              rv_c);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const ab[] = { "a", "b", NULL };
         struct token t;
 
         expect_item_names(j, ab);
-        cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
+        cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
         cr_assert_eq(jint(j, "metadata.remainingItemCount", -1), 1);
-        cr_assert_not_null(jstr(j, "metadata.continue"));
-        token_decode(jstr(j, "metadata.continue"), &t);
+        cr_assert_not_null(json_str(j, "metadata.continue"));
+        token_decode(json_str(j, "metadata.continue"), &t);
         cr_assert_eq(t.rv, (int64_t)rv_b, "token rv = list RV");
     }
     cJSON_Delete(j);
     http_resp_free(&r);
 
     /* Empty result: "items":[] (never null). */
-    ensure_ns(&s, "empty");
+    api_make_ns(s.url, "empty");
     get(&s, "/api/v1/namespaces/empty/configmaps", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert(cJSON_IsArray(jget(j, "items")) && cJSON_GetArraySize(jget(j, "items")) == 0,
+    j = json_body(&r);
+    cr_assert(cJSON_IsArray(json_at(j, "items")) && cJSON_GetArraySize(json_at(j, "items")) == 0,
               "empty list has items: []: %s", r.body);
     cJSON_Delete(j);
     http_resp_free(&r);
@@ -1031,16 +711,16 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
 /* Vector 4 / 44: a future RV waits 3 s, then 504 with Retry-After: 1 and the exact body. */
 Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     char path[256];
     char expected[1024];
     uint64_t rv1, t0, el;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "fut");
-    rv1 = cm_create(&s, "fut", "c1", NULL, "1", NULL);
-    snprintf(expected, sizeof(expected), TOO_LARGE_FMT, rv1 + 50, rv1);
+    api_make_ns(s.url, "fut");
+    rv1 = api_cm_create(s.url, "fut", "c1", NULL, "1", NULL);
+    snprintf(expected, sizeof(expected), API_TOO_LARGE_FMT, rv1 + 50, rv1);
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/fut/configmaps?resourceVersion=%" PRIu64,
              rv1 + 50);
@@ -1050,7 +730,7 @@ Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert_geq(el, 3000, "504 only after the 3 s wait (took %" PRIu64 " ms)", el);
     cr_assert_lt(el, 8000, "504 after about 3 s (took %" PRIu64 " ms)", el);
     expect_status(&r, 504, expected);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     http_resp_free(&r);
 
     snprintf(path, sizeof(path),
@@ -1060,7 +740,7 @@ Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
     el = http_now_ms() - t0;
     cr_assert_geq(el, 3000, "GET 504 only after 3 s (took %" PRIu64 " ms)", el);
     expect_status(&r, 504, expected);
-    expect_header(&r, "Retry-After", "1");
+    api_expect_header(&r, "Retry-After", "1");
     http_resp_free(&r);
 
     /* Exact at a future RV waits the same way. */
@@ -1080,7 +760,7 @@ Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
 /* The freshness wait ends as soon as the RV is reached (no 504, no full 3 s). */
 Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *lw;
     char path[256];
     uint64_t rv1, rv2, t_end;
@@ -1088,31 +768,31 @@ Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = SIM_TEST_T
     struct http_resp dummy;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "wait");
-    rv1 = cm_create(&s, "wait", "c1", NULL, "1", NULL);
+    api_make_ns(s.url, "wait");
+    rv1 = api_cm_create(s.url, "wait", "c1", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/wait/configmaps?resourceVersion=%" PRIu64,
              rv1 + 1);
     /* The collector gives an asynchronous GET: its status arrives only when answered. */
     {
-        char url[URL_MAX];
+        char url[API_URL_CAP];
 
-        url_of(&s, path, url, sizeof(url));
+        api_url(s.url, path, url, sizeof(url));
         lw = watch_open(url, 20000);
         cr_assert_not_null(lw);
     }
     /* Make sure the LIST is parked in the wait: it must not have been answered yet. */
     get(&s, "/_sim/stats", &dummy);
     http_resp_free(&dummy);
-    rv2 = cm_create(&s, "wait", "c2", NULL, "1", NULL);
+    rv2 = api_cm_create(s.url, "wait", "c2", NULL, "1", NULL);
     cr_assert_eq(rv2, rv1 + 1, "with no churn the next write is rv1+1");
     cr_assert_eq(watch_wait_end(lw, 5000), 0, "LIST answered once the RV is reached");
     cr_assert(watch_ended(lw, &t_end, NULL));
     cr_assert_eq(watch_status(lw), 200, "HTTP %ld: %s", watch_status(lw),
                  watch_line_count(lw) ? watch_line(lw, 0, NULL) : "");
     cr_assert_lt(t_end - watch_opened_ms(lw), 2900, "answered before the 3 s timeout");
-    j = jparse_buf(watch_line(lw, 0, NULL), strlen(watch_line(lw, 0, NULL)));
-    cr_assert_eq(jrv(j), rv2);
-    cr_assert_eq(cJSON_GetArraySize(jget(j, "items")), 2);
+    j = json_parse(watch_line(lw, 0, NULL), strlen(watch_line(lw, 0, NULL)));
+    cr_assert_eq(json_rv(j), rv2);
+    cr_assert_eq(cJSON_GetArraySize(json_at(j, "items")), 2);
     cJSON_Delete(j);
     watch_close(lw);
     sim_stop(&s);
@@ -1120,7 +800,7 @@ Test(sim, list_future_rv_answered_when_a_write_reaches_it, .timeout = SIM_TEST_T
 
 Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     const cJSON *items;
@@ -1131,12 +811,12 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
     char tok[512];
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "ex");
-    r1 = cm_create(&s, "ex", "a", NULL, "a1", NULL);
-    r2 = cm_create(&s, "ex", "b", NULL, "b1", NULL);
-    r3 = cm_patch(&s, "ex", "a", "{\"data\":{\"k\":\"a2\"}}", NULL);
-    r4 = cm_delete(&s, "ex", "b", NULL);
-    r5 = cm_create(&s, "ex", "c", NULL, "c1", NULL);
+    api_make_ns(s.url, "ex");
+    r1 = api_cm_create(s.url, "ex", "a", NULL, "a1", NULL);
+    r2 = api_cm_create(s.url, "ex", "b", NULL, "b1", NULL);
+    r3 = api_cm_patch(s.url, "ex", "a", "{\"data\":{\"k\":\"a2\"}}", NULL);
+    r4 = api_cm_delete(s.url, "ex", "b", NULL);
+    r5 = api_cm_create(s.url, "ex", "c", NULL, "c1", NULL);
     cr_assert(r1 < r2 && r2 < r3 && r3 < r4 && r4 < r5);
 
     /* Exact at r2: a@r1 (a1), b@r2; list RV exactly r2 (vector 5). */
@@ -1146,16 +826,16 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
              r2);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200, "Exact r2: %ld %s", r.code, r.body);
-    j = jparse(&r);
+    j = json_body(&r);
     snprintf(want, sizeof(want), "%" PRIu64, r2);
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
-    items = jget(j, "items");
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
+    items = json_at(j, "items");
     cr_assert_eq(cJSON_GetArraySize(items), 2, "state at r2: %s", r.body);
-    cr_assert_str_eq(js(cJSON_GetArrayItem(items, 0), "metadata.name"), "a");
-    cr_assert_eq(jrv(cJSON_GetArrayItem(items, 0)), r1);
-    cr_assert_str_eq(js(cJSON_GetArrayItem(items, 0), "data.k"), "a1");
-    cr_assert_str_eq(js(cJSON_GetArrayItem(items, 1), "metadata.name"), "b");
-    cr_assert_eq(jrv(cJSON_GetArrayItem(items, 1)), r2);
+    cr_assert_str_eq(json_txt(cJSON_GetArrayItem(items, 0), "metadata.name"), "a");
+    cr_assert_eq(json_rv(cJSON_GetArrayItem(items, 0)), r1);
+    cr_assert_str_eq(json_txt(cJSON_GetArrayItem(items, 0), "data.k"), "a1");
+    cr_assert_str_eq(json_txt(cJSON_GetArrayItem(items, 1), "metadata.name"), "b");
+    cr_assert_eq(json_rv(cJSON_GetArrayItem(items, 1)), r2);
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -1166,11 +846,11 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
              r4);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    items = jget(j, "items");
+    j = json_body(&r);
+    items = json_at(j, "items");
     cr_assert_eq(cJSON_GetArraySize(items), 1, "state at r4: %s", r.body);
-    cr_assert_str_eq(js(cJSON_GetArrayItem(items, 0), "data.k"), "a2");
-    cr_assert_eq(jrv(cJSON_GetArrayItem(items, 0)), r3);
+    cr_assert_str_eq(json_txt(cJSON_GetArrayItem(items, 0), "data.k"), "a2");
+    cr_assert_eq(json_rv(cJSON_GetArrayItem(items, 0)), r3);
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -1179,16 +859,16 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
              "/api/v1/namespaces/ex/configmaps?resourceVersion=%" PRIu64 "&limit=1", r2);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const a[] = { "a", NULL };
 
         expect_item_names(j, a);
     }
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
     cr_assert_eq(jint(j, "metadata.remainingItemCount", -1), 1);
-    cr_assert_not_null(jstr(j, "metadata.continue"), "continue: %s", r.body);
-    snprintf(tok, sizeof(tok), "%s", jstr(j, "metadata.continue"));
+    cr_assert_not_null(json_str(j, "metadata.continue"), "continue: %s", r.body);
+    snprintf(tok, sizeof(tok), "%s", json_str(j, "metadata.continue"));
     token_decode(tok, &t);
     cr_assert_str_eq(t.v, "meta.k8s.io/v1");
     cr_assert_eq(t.rv, (int64_t)r2);
@@ -1202,15 +882,15 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
     snprintf(path, sizeof(path), "/api/v1/namespaces/ex/configmaps?limit=1&continue=%s", tok);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200, "continue: %ld %s", r.code, r.body);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const b[] = { "b", NULL };
 
         expect_item_names(j, b);
     }
-    cr_assert_str_eq(js(j, "metadata.resourceVersion"), want);
-    cr_assert_null(jget(j, "metadata.continue"), "last page: %s", r.body);
-    cr_assert_null(jget(j, "metadata.remainingItemCount"));
+    cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), want);
+    cr_assert_null(json_at(j, "metadata.continue"), "last page: %s", r.body);
+    cr_assert_null(json_at(j, "metadata.remainingItemCount"));
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -1228,7 +908,7 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
 
 Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     char path[1024];
     char name[32];
@@ -1240,11 +920,11 @@ Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
     cJSON *j;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "page");
+    api_make_ns(s.url, "page");
     /* Created in a scrambled order (389 is coprime with 1000) to prove key ordering. */
     for (i = 0; i < PAGE_OBJECTS; i++) {
         snprintf(name, sizeof(name), "cm-%04d", (i * 389) % PAGE_OBJECTS);
-        cm_create(&s, "page", name, NULL, "x", NULL);
+        api_cm_create(s.url, "page", name, NULL, "x", NULL);
     }
     for (;;) {
         const cJSON *it;
@@ -1260,24 +940,24 @@ Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
         }
         get(&s, path, &r);
         cr_assert_eq(r.code, 200, "page %d: %ld %s", pages, r.code, r.body);
-        j = jparse(&r);
+        j = json_body(&r);
         if (pages == 0) {
-            snprintf(list_rv, sizeof(list_rv), "%s", jstr(j, "metadata.resourceVersion"));
+            snprintf(list_rv, sizeof(list_rv), "%s", json_str(j, "metadata.resourceVersion"));
             /* Writes after the first page must not show up in later pages. */
-            cm_create(&s, "page", "cm-0500x", NULL, "late", NULL);
-            cm_delete(&s, "page", "cm-0999", NULL);
+            api_cm_create(s.url, "page", "cm-0500x", NULL, "late", NULL);
+            api_cm_delete(s.url, "page", "cm-0999", NULL);
         } else {
-            cr_assert_str_eq(js(j, "metadata.resourceVersion"), list_rv,
+            cr_assert_str_eq(json_txt(j, "metadata.resourceVersion"), list_rv,
                              "every page has the first page's RV");
         }
-        cJSON_ArrayForEach(it, jget(j, "items"))
+        cJSON_ArrayForEach(it, json_at(j, "items"))
         {
             snprintf(name, sizeof(name), "cm-%04d", seen);
-            cr_assert_str_eq(js(it, "metadata.name"), name, "page %d item %d", pages, n);
+            cr_assert_str_eq(json_txt(it, "metadata.name"), name, "page %d item %d", pages, n);
             seen++;
             n++;
         }
-        cont = jstr(j, "metadata.continue");
+        cont = json_str(j, "metadata.continue");
         if (seen < PAGE_OBJECTS) {
             struct token t;
 
@@ -1286,12 +966,12 @@ Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
             cr_assert_eq(jint(j, "metadata.remainingItemCount", -1), PAGE_OBJECTS - seen,
                          "remainingItemCount after %d items", seen);
             token_decode(cont, &t);
-            cr_assert_eq(t.rv, (int64_t)parse_u64(list_rv), "token rv = first page's RV");
+            cr_assert_eq(t.rv, (int64_t)json_u64(list_rv), "token rv = first page's RV");
             cr_assert_str_eq(t.start, name, "token start = last returned key");
             snprintf(tok, sizeof(tok), "%s", cont);
         } else {
             cr_assert_null(cont, "no continue on the last page");
-            cr_assert_null(jget(j, "metadata.remainingItemCount"));
+            cr_assert_null(json_at(j, "metadata.remainingItemCount"));
         }
         cJSON_Delete(j);
         http_resp_free(&r);
@@ -1305,10 +985,10 @@ Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
 
     /* A new list sees the later writes. */
     get(&s, "/api/v1/namespaces/page/configmaps", &r);
-    j = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(j, "items")), PAGE_OBJECTS);
-    cr_assert(array_has_name(jget(j, "items"), "metadata.name", "cm-0500x"));
-    cr_assert(!array_has_name(jget(j, "items"), "metadata.name", "cm-0999"));
+    j = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(j, "items")), PAGE_OBJECTS);
+    cr_assert(array_has_name(json_at(j, "items"), "metadata.name", "cm-0500x"));
+    cr_assert(!array_has_name(json_at(j, "items"), "metadata.name", "cm-0999"));
     cJSON_Delete(j);
     http_resp_free(&r);
     sim_stop(&s);
@@ -1325,7 +1005,7 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
         "deleted between the time the first chunk was returned and now may show up in the "
         "list.";
     const char *const extra[] = { "--history-events", "1", NULL };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     char path[1024];
     char tok[512];
@@ -1336,27 +1016,27 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
     cJSON *st;
 
     sim_start(&s, extra);
-    ensure_ns(&s, "cmp");
-    r1 = cm_create(&s, "cmp", "a", NULL, "1", NULL);
-    cm_create(&s, "cmp", "b", NULL, "1", NULL);
-    r3 = cm_create(&s, "cmp", "c", NULL, "1", NULL);
+    api_make_ns(s.url, "cmp");
+    r1 = api_cm_create(s.url, "cmp", "a", NULL, "1", NULL);
+    api_cm_create(s.url, "cmp", "b", NULL, "1", NULL);
+    r3 = api_cm_create(s.url, "cmp", "c", NULL, "1", NULL);
 
     /* First page at r3. */
     get(&s, "/api/v1/namespaces/cmp/configmaps?limit=1", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    cr_assert_eq(jrv(j), r3);
-    cr_assert_not_null(jstr(j, "metadata.continue"));
-    snprintf(tok, sizeof(tok), "%s", jstr(j, "metadata.continue"));
+    j = json_body(&r);
+    cr_assert_eq(json_rv(j), r3);
+    cr_assert_not_null(json_str(j, "metadata.continue"));
+    snprintf(tok, sizeof(tok), "%s", json_str(j, "metadata.continue"));
     token_decode(tok, &t0);
     cJSON_Delete(j);
     http_resp_free(&r);
 
-    cm_patch(&s, "cmp", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
-    rnow = cm_patch(&s, "cmp", "a", "{\"data\":{\"k\":\"3\"}}", NULL);
+    api_cm_patch(s.url, "cmp", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
+    rnow = api_cm_patch(s.url, "cmp", "a", "{\"data\":{\"k\":\"3\"}}", NULL);
     compact_now(&s);
-    st = stats(&s);
-    cr_assert_gt(stat_u64(st, "compacted"), r3,
+    st = api_sim_stats(s.url);
+    cr_assert_gt(json_num(st, "compacted"), r3,
                  "with --history-events 1, POST /_sim/compact compacts past r3");
     cJSON_Delete(st);
 
@@ -1392,9 +1072,9 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
     snprintf(path, sizeof(path), "/api/v1/namespaces/cmp/configmaps?limit=1&continue=%s", tok);
     get(&s, path, &r);
     cr_assert_eq(r.code, 410, "compacted continue: %ld %s", r.code, r.body);
-    j = jparse(&r);
-    cr_assert_not_null(jstr(j, "metadata.continue"), "410 carries a fresh token: %s", r.body);
-    snprintf(tok, sizeof(tok), "%s", jstr(j, "metadata.continue"));
+    j = json_body(&r);
+    cr_assert_not_null(json_str(j, "metadata.continue"), "410 carries a fresh token: %s", r.body);
+    snprintf(tok, sizeof(tok), "%s", json_str(j, "metadata.continue"));
     cJSON_Delete(j);
     token_decode(tok, &t1);
     cr_assert_eq(t1.rv, -1, "the 410's token has rv -1");
@@ -1411,8 +1091,8 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
     snprintf(path, sizeof(path), "/api/v1/namespaces/cmp/configmaps?limit=1&continue=%s", tok);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200, "rv -1 token: %ld %s", r.code, r.body);
-    j = jparse(&r);
-    cr_assert_eq(jrv(j), rnow, "consistent read at the latest revision");
+    j = json_body(&r);
+    cr_assert_eq(json_rv(j), rnow, "consistent read at the latest revision");
     {
         static const char *const b[] = { "b", NULL };
 
@@ -1428,7 +1108,7 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 #define POD_FMT \
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},\"spec\":" \
         "{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     char body[512];
     cJSON *j;
@@ -1436,15 +1116,15 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
     size_t i;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "fs");
+    api_make_ns(s.url, "fs");
     for (i = 0; i < 3; i++) {
         snprintf(body, sizeof(body), POD_FMT, pods[i][0], pods[i][1]);
         req(&s, "POST", "/api/v1/namespaces/fs/pods", "application/json", body, &r);
-        take_obj(&r, 201, "create pod", NULL);
+        api_written_rv(&r, 201, "create pod", NULL);
     }
     get(&s, "/api/v1/namespaces/fs/pods?fieldSelector=spec.nodeName%3Dn1", &r);
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const want[] = { "p1", "p2", NULL };
 
@@ -1456,7 +1136,7 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
     get(&s, "/api/v1/namespaces/fs/pods?fieldSelector=spec.nodeName%3Dn1,metadata.name!%3Dp2",
         &r);
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const want[] = { "p1", NULL };
 
@@ -1467,7 +1147,7 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 
     get(&s, "/api/v1/pods?fieldSelector=spec.nodeName!%3Dn1", &r);
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
-    j = jparse(&r);
+    j = json_body(&r);
     {
         static const char *const want[] = { "p3", NULL };
 
@@ -1478,8 +1158,8 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 
     get(&s, "/api/v1/pods?fieldSelector=metadata.namespace%3Dfs&labelSelector=nope", &r);
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
-    j = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(j, "items")), 0);
+    j = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(j, "items")), 0);
     cJSON_Delete(j);
     http_resp_free(&r);
     sim_stop(&s);
@@ -1491,29 +1171,29 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w, *wl, *wnow;
     char path[256];
     char hv[128];
     uint64_t r1, r2, r3, r4, r5, r6, r7, r8;
     cJSON *upd = NULL;
-    struct wev e;
+    struct api_ev e;
     size_t i;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "wr");
-    r1 = cm_create(&s, "wr", "a", NULL, "1", NULL);
-    r2 = cm_create(&s, "wr", "b", NULL, "1", NULL);
-    r3 = cm_patch(&s, "wr", "a", "{\"data\":{\"k\":\"2\"}}", &upd);
-    r4 = cm_patch(&s, "wr", "b", "{\"data\":{\"k\":\"2\"}}", NULL);
-    r5 = cm_delete(&s, "wr", "a", NULL);
-    r6 = cm_create(&s, "wr", "c", NULL, "1", NULL);
-    r7 = cm_patch(&s, "wr", "c", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_make_ns(s.url, "wr");
+    r1 = api_cm_create(s.url, "wr", "a", NULL, "1", NULL);
+    r2 = api_cm_create(s.url, "wr", "b", NULL, "1", NULL);
+    r3 = api_cm_patch(s.url, "wr", "a", "{\"data\":{\"k\":\"2\"}}", &upd);
+    r4 = api_cm_patch(s.url, "wr", "b", "{\"data\":{\"k\":\"2\"}}", NULL);
+    r5 = api_cm_delete(s.url, "wr", "a", NULL);
+    r6 = api_cm_create(s.url, "wr", "c", NULL, "1", NULL);
+    r7 = api_cm_patch(s.url, "wr", "c", "{\"data\":{\"k\":\"2\"}}", NULL);
     cr_assert(r1 < r2 && r2 < r3 && r3 < r4 && r4 < r5 && r5 < r6 && r6 < r7);
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%"
              PRIu64, r2);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     cr_assert(http_header_get(watch_headers(w), "Content-Type", hv, sizeof(hv)));
     cr_assert_str_eq(hv, "application/json", "watch Content-Type (SEMANTICS 2.9)");
     cr_assert(http_header_get(watch_headers(w), "Transfer-Encoding", hv, sizeof(hv)),
@@ -1522,10 +1202,10 @@ Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert(!http_header_get(watch_headers(w), "Content-Length", hv, sizeof(hv)));
     snprintf(path, sizeof(path), "/api/v1/watch/namespaces/wr/configmaps?resourceVersion=%"
              PRIu64, r2);
-    wl = watch_start(&s, path, 200);
+    wl = api_watch(s.url, path, 200);
     snprintf(path, sizeof(path), "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%"
              PRIu64, r7);
-    wnow = watch_start(&s, path, 200);
+    wnow = api_watch(s.url, path, 200);
 
     expect_event(w, 0, "MODIFIED", "a", r3, "ConfigMap");
     expect_event(w, 1, "MODIFIED", "b", r4, "ConfigMap");
@@ -1533,23 +1213,23 @@ Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
     expect_event(w, 3, "ADDED", "c", r6, "ConfigMap");
     expect_event(w, 4, "MODIFIED", "c", r7, "ConfigMap");
     /* The replayed MODIFIED carries the object exactly as written. */
-    wev_parse(watch_line(w, 0, NULL), &e);
+    api_ev_parse(watch_line(w, 0, NULL), &e);
     cr_assert(cJSON_Compare(e.obj, upd, true), "replayed object = update response\n%s\n%s",
               watch_line(w, 0, NULL), cJSON_PrintUnformatted(upd));
-    wev_free(&e);
+    api_ev_free(&e);
     /* The DELETED object is the last state, stamped with the deletion RV. */
-    wev_parse(watch_line(w, 2, NULL), &e);
-    cr_assert_str_eq(js(e.obj, "data.k"), "2");
-    wev_free(&e);
+    api_ev_parse(watch_line(w, 2, NULL), &e);
+    cr_assert_str_eq(json_txt(e.obj, "data.k"), "2");
+    api_ev_free(&e);
 
     /* A live write arrives after the replay, and nothing else came in between. */
-    r8 = cm_create(&s, "wr", "d", NULL, "1", NULL);
+    r8 = api_cm_create(s.url, "wr", "d", NULL, "1", NULL);
     expect_event(w, 5, "ADDED", "d", r8, "ConfigMap");
     expect_count(w, 6);
     expect_event(wnow, 0, "ADDED", "d", r8, "ConfigMap");
     expect_count(wnow, 1);
     /* The legacy /watch/ prefix serves the same stream. */
-    line_at(wl, 5);
+    api_wline(wl, 5);
     for (i = 0; i < 6; i++) {
         cr_assert_str_eq(watch_line(wl, i, NULL), watch_line(w, i, NULL), "legacy line %zu", i);
     }
@@ -1568,7 +1248,7 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
         "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: ";
     const char *const extra[] = { "--history-events", "1", NULL };
-    struct sim s;
+    struct srv s;
     struct watch *w;
     char path[256];
     char expected[512];
@@ -1578,21 +1258,21 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     char *end = NULL;
 
     sim_start(&s, extra);
-    ensure_ns(&s, "wc");
-    r1 = cm_create(&s, "wc", "a", NULL, "0", NULL);
+    api_make_ns(s.url, "wc");
+    r1 = api_cm_create(s.url, "wc", "a", NULL, "0", NULL);
     rnow = r1;
     for (i = 1; i <= 4; i++) {
         char patch[64];
 
         snprintf(patch, sizeof(patch), "{\"data\":{\"k\":\"%zu\"}}", i);
-        rnow = cm_patch(&s, "wc", "a", patch, NULL);
+        rnow = api_cm_patch(s.url, "wc", "a", patch, NULL);
     }
     compact_now(&s);
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
              PRIu64, r1);
-    w = watch_start(&s, path, 200);
-    line = line_at(w, 0);
+    w = api_watch(s.url, path, 200);
+    line = api_wline(w, 0);
     cr_assert_eq(watch_wait_end(w, 5000), 0, "the stream ends after the ERROR event");
     expect_count(w, 1);
     snprintf(expected, sizeof(expected), "%s%" PRIu64 " (", prefix, r1);
@@ -1611,30 +1291,30 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     /* rv = Y-1 is too old, with the same boundary. */
     snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
              PRIu64, y - 1);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     snprintf(expected, sizeof(expected),
              "%s%" PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}", prefix,
              y - 1, y);
-    expect_line(w, 0, expected);
+    api_expect_line(w, 0, expected);
     cr_assert_eq(watch_wait_end(w, 5000), 0);
     watch_close(w);
 
     /* rv = Y (oldest-1) is accepted: events after Y, no ERROR. */
     snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
              PRIu64, y);
-    w = watch_start(&s, path, 200);
-    r_new = cm_patch(&s, "wc", "a", "{\"data\":{\"k\":\"new\"}}", NULL);
+    w = api_watch(s.url, path, 200);
+    r_new = api_cm_patch(s.url, "wc", "a", "{\"data\":{\"k\":\"new\"}}", NULL);
     for (i = 0;; i++) {
-        struct wev e;
+        struct api_ev e;
 
-        wev_parse(line_at(w, i), &e);
+        api_ev_parse(api_wline(w, i), &e);
         cr_assert_str_neq(e.type, "ERROR", "rv=Y is accepted: %s", watch_line(w, i, NULL));
         cr_assert_gt(e.rv, y);
         if (e.rv == r_new) {
-            wev_free(&e);
+            api_ev_free(&e);
             break;
         }
-        wev_free(&e);
+        api_ev_free(&e);
     }
     watch_close(w);
 
@@ -1643,10 +1323,10 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
              "/api/v1/namespaces/wc/configmaps?watch=1&sendInitialEvents=true&"
              "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%"
              PRIu64, r1);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     expect_event(w, 0, "ADDED", "a", r_new, "ConfigMap");
-    snprintf(expected, sizeof(expected), CM_END_BOOKMARK_FMT, r_new);
-    expect_line(w, 1, expected);
+    snprintf(expected, sizeof(expected), API_CM_END_BOOKMARK_FMT, r_new);
+    api_expect_line(w, 1, expected);
     watch_close(w);
     sim_stop(&s);
 }
@@ -1654,26 +1334,26 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
 /* Vectors 27, 28 and the 1.34+ defaulting of rv unset. */
 Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     static const char *const abc[] = { "a", "b", "c", NULL };
     struct watch *w0, *w0b, *wu;
     char bm[512];
     uint64_t rc_, ra, rb, rc2, rd;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "w0");
-    rc_ = cm_create(&s, "w0", "c", NULL, "1", NULL);
-    ra = cm_create(&s, "w0", "a", NULL, "1", NULL);
-    rb = cm_create(&s, "w0", "b", NULL, "1", NULL);
-    rc2 = cm_patch(&s, "w0", "c", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_make_ns(s.url, "w0");
+    rc_ = api_cm_create(s.url, "w0", "c", NULL, "1", NULL);
+    ra = api_cm_create(s.url, "w0", "a", NULL, "1", NULL);
+    rb = api_cm_create(s.url, "w0", "b", NULL, "1", NULL);
+    rc2 = api_cm_patch(s.url, "w0", "c", "{\"data\":{\"k\":\"2\"}}", NULL);
     cr_assert_gt(rc2, rc_);
 
-    w0 = watch_start(&s, "/api/v1/namespaces/w0/configmaps?watch=1&resourceVersion=0", 200);
-    w0b = watch_start(&s,
-                      "/api/v1/namespaces/w0/configmaps?watch=1&resourceVersion=0&"
-                      "allowWatchBookmarks=true",
-                      200);
-    wu = watch_start(&s, "/api/v1/namespaces/w0/configmaps?watch=true", 200);
+    w0 = api_watch(s.url, "/api/v1/namespaces/w0/configmaps?watch=1&resourceVersion=0", 200);
+    w0b = api_watch(s.url,
+                    "/api/v1/namespaces/w0/configmaps?watch=1&resourceVersion=0&"
+                    "allowWatchBookmarks=true",
+                    200);
+    wu = api_watch(s.url, "/api/v1/namespaces/w0/configmaps?watch=true", 200);
     {
         const uint64_t rvs[] = { ra, rb, rc2 };
 
@@ -1681,10 +1361,10 @@ Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout 
         expect_added(w0b, 0, abc, rvs);
         expect_added(wu, 0, abc, rvs);
     }
-    snprintf(bm, sizeof(bm), CM_END_BOOKMARK_FMT, rc2);
-    expect_line(w0b, 3, bm);
+    snprintf(bm, sizeof(bm), API_CM_END_BOOKMARK_FMT, rc2);
+    api_expect_line(w0b, 3, bm);
 
-    rd = cm_create(&s, "w0", "d", NULL, "1", NULL);
+    rd = api_cm_create(s.url, "w0", "d", NULL, "1", NULL);
     expect_event(w0, 3, "ADDED", "d", rd, "ConfigMap");
     expect_count(w0, 4);
     expect_event(w0b, 4, "ADDED", "d", rd, "ConfigMap");
@@ -1700,25 +1380,25 @@ Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout 
 /* Vector 29 and the same without allowWatchBookmarks (no end bookmark). */
 Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w, *wnb;
     char bm[512];
     uint64_t rb, ra, rc;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "si");
-    rb = cm_create(&s, "si", "b", NULL, "1", NULL);
-    ra = cm_create(&s, "si", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "si");
+    rb = api_cm_create(s.url, "si", "b", NULL, "1", NULL);
+    ra = api_cm_create(s.url, "si", "a", NULL, "1", NULL);
 
-    w = watch_start(&s,
+    w = api_watch(s.url,
+                  "/api/v1/namespaces/si/configmaps?watch=1&sendInitialEvents=true&"
+                  "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&"
+                  "resourceVersion=",
+                  200);
+    wnb = api_watch(s.url,
                     "/api/v1/namespaces/si/configmaps?watch=1&sendInitialEvents=true&"
-                    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&"
-                    "resourceVersion=",
+                    "resourceVersionMatch=NotOlderThan&resourceVersion=0",
                     200);
-    wnb = watch_start(&s,
-                      "/api/v1/namespaces/si/configmaps?watch=1&sendInitialEvents=true&"
-                      "resourceVersionMatch=NotOlderThan&resourceVersion=0",
-                      200);
     {
         static const char *const ab[] = { "a", "b", NULL };
         const uint64_t rvs[] = { ra, rb };
@@ -1726,10 +1406,10 @@ Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = SIM_TEST_TIMEO
         expect_added(w, 0, ab, rvs);
         expect_added(wnb, 0, ab, rvs);
     }
-    snprintf(bm, sizeof(bm), CM_END_BOOKMARK_FMT, ra);
-    expect_line(w, 2, bm);
+    snprintf(bm, sizeof(bm), API_CM_END_BOOKMARK_FMT, ra);
+    api_expect_line(w, 2, bm);
 
-    rc = cm_create(&s, "si", "c", NULL, "1", NULL);
+    rc = api_cm_create(s.url, "si", "c", NULL, "1", NULL);
     expect_event(w, 3, "ADDED", "c", rc, "ConfigMap");
     expect_count(w, 4);
     expect_event(wnb, 2, "ADDED", "c", rc, "ConfigMap");
@@ -1742,7 +1422,7 @@ Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = SIM_TEST_TIMEO
 /* Vector 31: a watch-list at a future RV: 200, then after 3 s one 504 ERROR event, end. */
 Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w;
     char path[512];
     char expected[1024];
@@ -1750,16 +1430,16 @@ Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = SIM_TEST_TIMEOUT
     uint64_t r1, at;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "wf");
-    r1 = cm_create(&s, "wf", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "wf");
+    r1 = api_cm_create(s.url, "wf", "a", NULL, "1", NULL);
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/wf/configmaps?watch=1&sendInitialEvents=true&"
              "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%"
              PRIu64, r1 + 100);
-    w = watch_start(&s, path, 200);
-    snprintf(status, sizeof(status), TOO_LARGE_FMT, r1 + 100, r1);
+    w = api_watch(s.url, path, 200);
+    snprintf(status, sizeof(status), API_TOO_LARGE_FMT, r1 + 100, r1);
     snprintf(expected, sizeof(expected), "{\"type\":\"ERROR\",\"object\":%s}", status);
-    expect_line(w, 0, expected);
+    api_expect_line(w, 0, expected);
     watch_line(w, 0, &at);
     cr_assert_geq(at - watch_opened_ms(w), 3000, "ERROR only after the 3 s wait (%" PRIu64
                   " ms)", at - watch_opened_ms(w));
@@ -1772,7 +1452,7 @@ Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = SIM_TEST_TIMEOUT
 /* Vector 26: a plain watch from a future RV is silent until RVs pass it; no error. */
 Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w;
     char path[256];
     char name[16];
@@ -1780,14 +1460,14 @@ Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
     int i;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "wfu");
-    r1 = cm_create(&s, "wfu", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "wfu");
+    r1 = api_cm_create(s.url, "wfu", "a", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/wfu/configmaps?watch=1&resourceVersion=%"
              PRIu64, r1 + 3);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     for (i = 0; i < 6; i++) {
         snprintf(name, sizeof(name), "x%d", i);
-        rv[i] = cm_create(&s, "wfu", name, NULL, "1", NULL);
+        rv[i] = api_cm_create(s.url, "wfu", name, NULL, "1", NULL);
     }
     cr_assert_eq(rv[2], r1 + 3);
     expect_event(w, 0, "ADDED", "x3", rv[3], "ConfigMap");
@@ -1803,35 +1483,35 @@ Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
 Test(sim, bookmarks_with_short_interval, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--bookmark-interval", "1s", NULL };
-    struct sim s;
+    struct srv s;
     struct watch *w, *wplain;
     char path[256];
     char bm[256];
     uint64_t r1, r2, r3, r4, r5, r6;
 
     sim_start(&s, extra);
-    ensure_ns(&s, "bm");
-    ensure_ns(&s, "bm-other");
-    r1 = cm_create(&s, "bm", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "bm");
+    api_make_ns(s.url, "bm-other");
+    r1 = api_cm_create(s.url, "bm", "a", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&allowWatchBookmarks=true", r1);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     snprintf(path, sizeof(path), "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%"
              PRIu64, r1);
-    wplain = watch_start(&s, path, 200);
+    wplain = api_watch(s.url, path, 200);
 
-    r2 = cm_create(&s, "bm-other", "x", NULL, "1", NULL);
-    snprintf(bm, sizeof(bm), CM_BOOKMARK_FMT, r2);
-    expect_line(w, 0, bm);
-    r3 = cm_patch(&s, "bm-other", "x", "{\"data\":{\"k\":\"2\"}}", NULL);
-    snprintf(bm, sizeof(bm), CM_BOOKMARK_FMT, r3);
-    expect_line(w, 1, bm);
-    r4 = cm_create(&s, "bm", "b", NULL, "1", NULL);
+    r2 = api_cm_create(s.url, "bm-other", "x", NULL, "1", NULL);
+    snprintf(bm, sizeof(bm), API_CM_BOOKMARK_FMT, r2);
+    api_expect_line(w, 0, bm);
+    r3 = api_cm_patch(s.url, "bm-other", "x", "{\"data\":{\"k\":\"2\"}}", NULL);
+    snprintf(bm, sizeof(bm), API_CM_BOOKMARK_FMT, r3);
+    api_expect_line(w, 1, bm);
+    r4 = api_cm_create(s.url, "bm", "b", NULL, "1", NULL);
     expect_event(w, 2, "ADDED", "b", r4, "ConfigMap");
-    r5 = cm_create(&s, "bm-other", "y", NULL, "1", NULL);
-    snprintf(bm, sizeof(bm), CM_BOOKMARK_FMT, r5);
-    expect_line(w, 3, bm);
-    r6 = cm_create(&s, "bm", "c", NULL, "1", NULL);
+    r5 = api_cm_create(s.url, "bm-other", "y", NULL, "1", NULL);
+    snprintf(bm, sizeof(bm), API_CM_BOOKMARK_FMT, r5);
+    api_expect_line(w, 3, bm);
+    r6 = api_cm_create(s.url, "bm", "c", NULL, "1", NULL);
     expect_event(w, 4, "ADDED", "c", r6, "ConfigMap");
     expect_count(w, 5);
     /* Without allowWatchBookmarks: only the two events. */
@@ -1847,7 +1527,7 @@ Test(sim, bookmarks_with_short_interval, .timeout = SIM_TEST_TIMEOUT_S)
  * about 2 s before the deadline when the RV moved, none when it did not. */
 Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w, *wq;
     char path[256];
     char bm[256];
@@ -1855,19 +1535,19 @@ Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = SIM
     int crc = -1;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "to");
-    ensure_ns(&s, "to-other");
-    r1 = cm_create(&s, "to", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "to");
+    api_make_ns(s.url, "to-other");
+    r1 = api_cm_create(s.url, "to", "a", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&allowWatchBookmarks=true&timeoutSeconds=5", r1);
-    w = watch_start(&s, path, 200);
-    r2 = cm_create(&s, "to-other", "x", NULL, "1", NULL);
+    w = api_watch(s.url, path, 200);
+    r2 = api_cm_create(s.url, "to-other", "x", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&allowWatchBookmarks=true&timeoutSeconds=2", r2);
-    wq = watch_start(&s, path, 200);
+    wq = api_watch(s.url, path, 200);
 
-    snprintf(bm, sizeof(bm), CM_BOOKMARK_FMT, r2);
-    expect_line(w, 0, bm);
+    snprintf(bm, sizeof(bm), API_CM_BOOKMARK_FMT, r2);
+    api_expect_line(w, 0, bm);
     watch_line(w, 0, &at);
     cr_assert_geq(at - watch_opened_ms(w), 2000,
                   "default 60 s period: the bookmark is the pre-deadline one (%" PRIu64 " ms)",
@@ -1896,30 +1576,30 @@ Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = SIM
  * in a replay of the same window. */
 Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct watch *w, *wr;
     char path[256];
     cJSON *a0 = NULL, *b1 = NULL;
     uint64_t r0, r1, r2, r3, r4, r6, r7;
-    struct wev e;
+    struct api_ev e;
     size_t i;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "sel");
-    cm_create(&s, "sel", "a", "{\"app\":\"x\"}", "1", &a0);
-    cm_create(&s, "sel", "b", "{\"app\":\"x\"}", "1", NULL);
-    r0 = cm_create(&s, "sel", "d", NULL, "1", NULL);
+    api_make_ns(s.url, "sel");
+    api_cm_create(s.url, "sel", "a", "{\"app\":\"x\"}", "1", &a0);
+    api_cm_create(s.url, "sel", "b", "{\"app\":\"x\"}", "1", NULL);
+    r0 = api_cm_create(s.url, "sel", "d", NULL, "1", NULL);
     snprintf(path, sizeof(path), "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&labelSelector=app%%3Dx", r0);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
 
-    r1 = cm_patch(&s, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}", NULL);
-    r2 = cm_patch(&s, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
-    r3 = cm_patch(&s, "sel", "d", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
-    r4 = cm_patch(&s, "sel", "b", "{\"data\":{\"k\":\"2\"}}", &b1);
-    cm_create(&s, "sel", "e", NULL, "1", NULL); /* never matches: no event */
-    r6 = cm_delete(&s, "sel", "b", NULL);
-    r7 = cm_create(&s, "sel", "f", "{\"app\":\"x\"}", "1", NULL);
+    r1 = api_cm_patch(s.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}", NULL);
+    r2 = api_cm_patch(s.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
+    r3 = api_cm_patch(s.url, "sel", "d", "{\"metadata\":{\"labels\":{\"app\":\"x\"}}}", NULL);
+    r4 = api_cm_patch(s.url, "sel", "b", "{\"data\":{\"k\":\"2\"}}", &b1);
+    api_cm_create(s.url, "sel", "e", NULL, "1", NULL); /* never matches: no event */
+    r6 = api_cm_delete(s.url, "sel", "b", NULL);
+    r7 = api_cm_create(s.url, "sel", "f", "{\"app\":\"x\"}", "1", NULL);
 
     expect_event(w, 0, "DELETED", "a", r1, "ConfigMap");
     expect_event(w, 1, "ADDED", "a", r2, "ConfigMap");
@@ -1930,8 +1610,8 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
     expect_count(w, 6);
 
     /* DELETED on a transition carries the previous object with the event's RV. */
-    wev_parse(watch_line(w, 0, NULL), &e);
-    cr_assert_str_eq(js(e.obj, "metadata.labels.app"), "x", "old content: %s",
+    api_ev_parse(watch_line(w, 0, NULL), &e);
+    cr_assert_str_eq(json_txt(e.obj, "metadata.labels.app"), "x", "old content: %s",
                      watch_line(w, 0, NULL));
     {
         char rvs[32];
@@ -1943,16 +1623,16 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
                   "DELETED = previous object with RV overwritten\nexpected: %s\n     got: %s",
                   cJSON_PrintUnformatted(a0), watch_line(w, 0, NULL));
     }
-    wev_free(&e);
-    wev_parse(watch_line(w, 4, NULL), &e);
-    cr_assert_str_eq(js(e.obj, "data.k"), "2", "deleted b: last content");
-    wev_free(&e);
+    api_ev_free(&e);
+    api_ev_parse(watch_line(w, 4, NULL), &e);
+    cr_assert_str_eq(json_txt(e.obj, "data.k"), "2", "deleted b: last content");
+    api_ev_free(&e);
 
     /* A replay of the same window gives the same lines. */
     snprintf(path, sizeof(path), "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&labelSelector=app%%3Dx", r0);
-    wr = watch_start(&s, path, 200);
-    line_at(wr, 5);
+    wr = api_watch(s.url, path, 200);
+    api_wline(wr, 5);
     for (i = 0; i < 6; i++) {
         cr_assert_str_eq(watch_line(wr, i, NULL), watch_line(w, i, NULL), "replay line %zu", i);
     }
@@ -1974,7 +1654,7 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
     "\"Invalid\",\"details\":{\"group\":\"meta.k8s.io\",\"kind\":\"ListOptions\","         \
     "\"causes\":[{\"reason\":\"%s\",\"message\":\"%s\",\"field\":\"%s\"}]},\"code\":422}"
 
-static void expect_invalid(const struct sim *s, const char *path, const char *field,
+static void expect_invalid(const struct srv *s, const char *path, const char *field,
                            const char *cause_reason, const char *body_text)
 {
     struct http_resp r;
@@ -1987,7 +1667,7 @@ static void expect_invalid(const struct sim *s, const char *path, const char *fi
     http_resp_free(&r);
 }
 
-static void expect_bad_request(const struct sim *s, const char *path, const char *msg)
+static void expect_bad_request(const struct srv *s, const char *path, const char *msg)
 {
     struct http_resp r;
     char expected[2048];
@@ -2007,29 +1687,29 @@ static void expect_status_shape(const struct http_resp *r, long code, const char
     cJSON *j;
 
     cr_assert_eq(r->code, code, "HTTP %ld, expected %ld: %s", r->code, code, r->body);
-    j = jparse(r);
-    cr_assert_str_eq(js(j, "kind") ? jstr(j, "kind") : "", "Status", "%s", r->body);
-    cr_assert_str_eq(js(j, "apiVersion") ? jstr(j, "apiVersion") : "", "v1");
-    cr_assert_str_eq(js(j, "status") ? jstr(j, "status") : "", "Failure");
-    cr_assert_str_eq(js(j, "reason") ? jstr(j, "reason") : "", reason, "%s", r->body);
+    j = json_body(r);
+    cr_assert_str_eq(json_txt(j, "kind") ? json_str(j, "kind") : "", "Status", "%s", r->body);
+    cr_assert_str_eq(json_txt(j, "apiVersion") ? json_str(j, "apiVersion") : "", "v1");
+    cr_assert_str_eq(json_txt(j, "status") ? json_str(j, "status") : "", "Failure");
+    cr_assert_str_eq(json_txt(j, "reason") ? json_str(j, "reason") : "", reason, "%s", r->body);
     cr_assert_eq(jint(j, "code", 0), (int)code);
-    cr_assert_not_null(jstr(j, "message"));
+    cr_assert_not_null(json_str(j, "message"));
     cJSON_Delete(j);
 }
 
 Test(sim, list_bad_continue_token_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     const char *msg;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     get(&s, "/api/v1/namespaces/bad/configmaps?continue=garbage!!", &r);
     expect_status_shape(&r, 400, "BadRequest");
-    j = jparse(&r);
-    msg = jstr(j, "message");
+    j = json_body(&r);
+    msg = json_str(j, "message");
     cr_assert(strncmp(msg, "invalid continue token: continue key is not valid:", 50) == 0,
               "message: %s", msg);
     cJSON_Delete(j);
@@ -2039,21 +1719,20 @@ Test(sim, list_bad_continue_token_400, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, list_continue_with_resource_version_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     cJSON *j;
     char path[1024];
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
-    cm_create(&s, "bad", "a", NULL, "1", NULL);
-    cm_create(&s, "bad", "b", NULL, "1", NULL);
+    api_make_ns(s.url, "bad");
+    api_cm_create(s.url, "bad", "a", NULL, "1", NULL);
+    api_cm_create(s.url, "bad", "b", NULL, "1", NULL);
     get(&s, "/api/v1/namespaces/bad/configmaps?limit=1", &r);
-    j = jparse(&r);
-    cr_assert_not_null(jstr(j, "metadata.continue"));
-    snprintf(path, sizeof(path),
-             "/api/v1/namespaces/bad/configmaps?continue=%s&resourceVersion=%s",
-             jstr(j, "metadata.continue"), jstr(j, "metadata.resourceVersion"));
+    j = json_body(&r);
+    cr_assert_not_null(json_str(j, "metadata.continue"));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/bad/configmaps?continue=%s&resourceVersion=%s",
+             json_str(j, "metadata.continue"), json_str(j, "metadata.resourceVersion"));
     cJSON_Delete(j);
     http_resp_free(&r);
     expect_bad_request(&s, path, "specifying resource version is not allowed when using continue");
@@ -2062,10 +1741,10 @@ Test(sim, list_continue_with_resource_version_400, .timeout = SIM_TEST_TIMEOUT_S
 
 Test(sim, list_invalid_list_options_422, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     /* vector 15 */
     expect_invalid(&s, "/api/v1/namespaces/bad/configmaps?resourceVersionMatch=Exact",
                    "resourceVersionMatch", "FieldValueForbidden",
@@ -2093,10 +1772,10 @@ Test(sim, list_invalid_list_options_422, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, watch_invalid_options_422, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     /* vector 32 */
     expect_invalid(&s, "/api/v1/namespaces/bad/configmaps?watch=1&sendInitialEvents=true",
                    "resourceVersionMatch", "FieldValueForbidden",
@@ -2119,12 +1798,12 @@ Test(sim, invalid_resource_version, .timeout = SIM_TEST_TIMEOUT_S)
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
         "\"message\":\"resourceVersion: Invalid value: \\\"abc\\\": strconv.ParseUint: parsing "
         "\\\"abc\\\": invalid syntax\",\"code\":500}";
-    struct sim s;
+    struct srv s;
     struct http_resp r;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
-    cm_create(&s, "bad", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "bad");
+    api_cm_create(s.url, "bad", "a", NULL, "1", NULL);
     expect_bad_request(&s, "/api/v1/namespaces/bad/configmaps?resourceVersion=abc",
                        "invalid resource version: resourceVersion: Invalid value: \\\"abc\\\": "
                        "strconv.ParseUint: parsing \\\"abc\\\": invalid syntax");
@@ -2143,10 +1822,10 @@ Test(sim, invalid_resource_version, .timeout = SIM_TEST_TIMEOUT_S)
 /* Vector 19 and SEMANTICS 1.1 item 4: both converter flavours. */
 Test(sim, unknown_field_selector_400, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     expect_bad_request(&s, "/api/v1/namespaces/bad/pods?fieldSelector=spec.foo%3Dbar",
                        "field label not supported: spec.foo");
     expect_bad_request(&s, "/api/v1/namespaces/bad/configmaps?fieldSelector=spec.foo%3Dbar",
@@ -2159,7 +1838,7 @@ Test(sim, unknown_field_selector_400, .timeout = SIM_TEST_TIMEOUT_S)
 Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_TIMEOUT_S)
 {
     static const char *const extra[] = {"--resource", "batch/v1/jobs", NULL};
-    struct sim s;
+    struct srv s;
     struct http_resp r = {0};
     cJSON *l;
 
@@ -2173,13 +1852,13 @@ Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_T
                        "field label \\\"spec.x\\\" not supported for Job");
     /* status.successful reads status.succeeded, 0 when absent */
     get(&s, "/apis/batch/v1/jobs?fieldSelector=status.successful%3D0", &r);
-    l = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 1, "%s", r.body);
+    l = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(l, "items")), 1, "%s", r.body);
     cJSON_Delete(l);
     http_resp_free(&r);
     get(&s, "/apis/batch/v1/jobs?fieldSelector=status.successful%3D1", &r);
-    l = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 0, "%s", r.body);
+    l = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(l, "items")), 0, "%s", r.body);
     cJSON_Delete(l);
     http_resp_free(&r);
     /* pods: spec.hostNetwork is "false" when the pod does not set it */
@@ -2189,13 +1868,13 @@ Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_T
     cr_assert_eq(r.code, 201, "%s", r.body);
     http_resp_free(&r);
     get(&s, "/api/v1/pods?resourceVersion=0&fieldSelector=spec.hostNetwork%3Dfalse", &r);
-    l = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 1, "%s", r.body);
+    l = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(l, "items")), 1, "%s", r.body);
     cJSON_Delete(l);
     http_resp_free(&r);
     get(&s, "/api/v1/pods?resourceVersion=0&fieldSelector=spec.hostNetwork%3Dtrue", &r);
-    l = jparse(&r);
-    cr_assert_eq(cJSON_GetArraySize(jget(l, "items")), 0, "%s", r.body);
+    l = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(l, "items")), 0, "%s", r.body);
     cJSON_Delete(l);
     http_resp_free(&r);
     sim_stop(&s);
@@ -2214,12 +1893,12 @@ Test(sim, malformed_query_values_400, .timeout = SIM_TEST_TIMEOUT_S)
         "/api/v1/namespaces/bad/configmaps?watch=1&timeoutSeconds=abc",
         NULL,
     };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     size_t i;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     char failures[4096] = "";
     size_t used = 0;
 
@@ -2229,8 +1908,8 @@ Test(sim, malformed_query_values_400, .timeout = SIM_TEST_TIMEOUT_S)
 
         get(&s, paths[i], &r);
         j = cJSON_ParseWithLength(r.body, r.body_len);
-        if (r.code != 400 || !j || strcmp(js(j, "kind"), "Status") != 0 ||
-            strcmp(js(j, "reason"), "BadRequest") != 0) {
+        if (r.code != 400 || !j || strcmp(json_txt(j, "kind"), "Status") != 0 ||
+            strcmp(json_txt(j, "reason"), "BadRequest") != 0) {
             used += (size_t)snprintf(failures + used, sizeof(failures) - used,
                                      "\n  %s -> HTTP %ld %.200s", paths[i], r.code, r.body);
             if (used >= sizeof(failures)) {
@@ -2246,12 +1925,12 @@ Test(sim, malformed_query_values_400, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, bad_bodies_and_unknown_resources, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     char ctype[128];
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "bad");
+    api_make_ns(s.url, "bad");
     req(&s, "POST", "/api/v1/namespaces/bad/configmaps", "application/json", "{not json", &r);
     expect_status_shape(&r, 400, "BadRequest");
     http_resp_free(&r);
@@ -2287,7 +1966,7 @@ Test(sim, bad_bodies_and_unknown_resources, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     size_t big = 256 * 1024;
     size_t body_size = 8 * 1024 * 1024;
@@ -2300,13 +1979,13 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
 
     cr_assert(url && hdr && body);
     sim_start(&s, NULL);
-    ensure_ns(&s, "big");
+    api_make_ns(s.url, "big");
 
     n = (size_t)snprintf(url, 512, "%s/api/v1/namespaces/big/configmaps?labelSelector=a%%3D",
                          s.url);
     memset(url + n, 'x', big);
     url[n + big] = '\0';
-    rc = http_do("GET", url, NULL, NULL, NULL, REQ_TIMEOUT_MS, &r);
+    rc = http_do("GET", url, NULL, NULL, NULL, API_REQ_MS, &r);
     cr_assert_eq(rc, 0, "over-long URL: no response (%d): the server must answer, not drop",
                  rc);
     cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld",
@@ -2318,7 +1997,7 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
     hdr[n + big] = '\0';
     extra[0] = hdr;
     snprintf(url, 512, "%s/api/v1/namespaces/big/configmaps", s.url);
-    rc = http_do("GET", url, NULL, NULL, extra, REQ_TIMEOUT_MS, &r);
+    rc = http_do("GET", url, NULL, NULL, extra, API_REQ_MS, &r);
     cr_assert_eq(rc, 0, "over-long header: no response (%d)", rc);
     cr_assert(r.code == 431 || r.code == 400 || r.code == 413, "over-long header: HTTP %ld",
               r.code);
@@ -2329,13 +2008,13 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
                          "\"huge\"},\"data\":{\"k\":\"");
     memset(body + n, 'z', body_size);
     snprintf(body + n + body_size, 16, "\"}}");
-    rc = http_do("POST", url, "application/json", body, NULL, REQ_TIMEOUT_MS, &r);
+    rc = http_do("POST", url, "application/json", body, NULL, API_REQ_MS, &r);
     cr_assert_eq(rc, 0, "oversized body: no response (%d)", rc);
     cr_assert_eq(r.code, 413, "oversized body: HTTP %ld %s", r.code, r.body);
     http_resp_free(&r);
 
     snprintf(url, 512, "%s/version", s.url);
-    rc = http_do("GET", url, NULL, NULL, NULL, REQ_TIMEOUT_MS, &r);
+    rc = http_do("GET", url, NULL, NULL, NULL, API_REQ_MS, &r);
     cr_assert_eq(rc, 0);
     cr_assert_eq(r.code, 200, "still serving after the oversized requests");
     http_resp_free(&r);
@@ -2348,12 +2027,12 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
 /* SEMANTICS 1.7: bodies come from Go's json.Encoder.Encode, which ends them with "\n". */
 Test(sim, json_bodies_end_with_newline, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    struct sim s;
+    struct srv s;
     struct http_resp r;
 
     sim_start(&s, NULL);
-    ensure_ns(&s, "nl");
-    cm_create(&s, "nl", "a", NULL, "1", NULL);
+    api_make_ns(s.url, "nl");
+    api_cm_create(s.url, "nl", "a", NULL, "1", NULL);
     get(&s, "/api/v1/namespaces/nl/configmaps", &r);
     cr_assert(r.body_len > 0 && r.body[r.body_len - 1] == '\n', "LIST body ends with \\n");
     http_resp_free(&r);
@@ -2374,7 +2053,7 @@ Test(sim, json_bodies_end_with_newline, .timeout = SIM_TEST_TIMEOUT_S)
 Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--history-events", "1", NULL };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     struct watch *w;
     cJSON *st0, *st1;
@@ -2382,12 +2061,12 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
     char path[256];
 
     sim_start(&s, extra);
-    ensure_ns(&s, "st");
-    rv = cm_create(&s, "st", "a", NULL, "1", NULL);
-    st0 = stats(&s);
-    cr_assert_eq(stat_u64(st0, "revision"), rv);
-    cr_assert(cJSON_IsObject(jget(st0, "resources.pods")), "stats for pods");
-    cr_assert_eq(stat_u64(st0, "resources.configmaps.watches_open"), 0);
+    api_make_ns(s.url, "st");
+    rv = api_cm_create(s.url, "st", "a", NULL, "1", NULL);
+    st0 = api_sim_stats(s.url);
+    cr_assert_eq(json_num(st0, "revision"), rv);
+    cr_assert(cJSON_IsObject(json_at(st0, "resources.pods")), "stats for pods");
+    cr_assert_eq(json_num(st0, "resources.configmaps.watches_open"), 0);
 
     get(&s, "/api/v1/namespaces/st/configmaps", &r);
     http_resp_free(&r);
@@ -2395,16 +2074,16 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
     http_resp_free(&r);
     snprintf(path, sizeof(path), "/api/v1/namespaces/st/configmaps?watch=1&resourceVersion=%"
              PRIu64 "&timeoutSeconds=1", rv);
-    w = watch_start(&s, path, 200);
-    st1 = stats(&s);
-    cr_assert_eq(stat_u64(st1, "resources.configmaps.lists"),
-                 stat_u64(st0, "resources.configmaps.lists") + 1);
-    cr_assert_eq(stat_u64(st1, "resources.configmaps.gets"),
-                 stat_u64(st0, "resources.configmaps.gets") + 1);
-    cr_assert_eq(stat_u64(st1, "resources.configmaps.watches"),
-                 stat_u64(st0, "resources.configmaps.watches") + 1);
-    cr_assert_eq(stat_u64(st1, "resources.configmaps.watches_open"), 1);
-    cr_assert_eq(stat_u64(st1, "resources.pods.lists"), stat_u64(st0, "resources.pods.lists"));
+    w = api_watch(s.url, path, 200);
+    st1 = api_sim_stats(s.url);
+    cr_assert_eq(json_num(st1, "resources.configmaps.lists"),
+                 json_num(st0, "resources.configmaps.lists") + 1);
+    cr_assert_eq(json_num(st1, "resources.configmaps.gets"),
+                 json_num(st0, "resources.configmaps.gets") + 1);
+    cr_assert_eq(json_num(st1, "resources.configmaps.watches"),
+                 json_num(st0, "resources.configmaps.watches") + 1);
+    cr_assert_eq(json_num(st1, "resources.configmaps.watches_open"), 1);
+    cr_assert_eq(json_num(st1, "resources.pods.lists"), json_num(st0, "resources.pods.lists"));
     cJSON_Delete(st1);
 
     /* After the server ends the watch, watches_open drops back (bounded wait). */
@@ -2414,8 +2093,8 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
     for (;;) {
         uint64_t open;
 
-        st1 = stats(&s);
-        open = stat_u64(st1, "resources.configmaps.watches_open");
+        st1 = api_sim_stats(s.url);
+        open = json_num(st1, "resources.configmaps.watches_open");
         cJSON_Delete(st1);
         if (open == 0) {
             break;
@@ -2429,13 +2108,13 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
                      "stream ended", open);
     }
 
-    cm_patch(&s, "st", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
-    rv = cm_patch(&s, "st", "a", "{\"data\":{\"k\":\"3\"}}", NULL);
+    api_cm_patch(s.url, "st", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
+    rv = api_cm_patch(s.url, "st", "a", "{\"data\":{\"k\":\"3\"}}", NULL);
     compact_now(&s);
-    st1 = stats(&s);
-    cr_assert_eq(stat_u64(st1, "revision"), rv);
-    cr_assert_gt(stat_u64(st1, "compacted"), stat_u64(st0, "compacted"));
-    cr_assert_leq(stat_u64(st1, "compacted"), rv);
+    st1 = api_sim_stats(s.url);
+    cr_assert_eq(json_num(st1, "revision"), rv);
+    cr_assert_gt(json_num(st1, "compacted"), json_num(st0, "compacted"));
+    cr_assert_leq(json_num(st1, "compacted"), rv);
     cJSON_Delete(st1);
     cJSON_Delete(st0);
     sim_stop(&s);
@@ -2460,9 +2139,9 @@ static int kv_find(struct kv *set, size_t n, const char *key)
 
 static void obj_key(const cJSON *o, char *out, size_t cap)
 {
-    const char *ns = jstr(o, "metadata.namespace");
+    const char *ns = json_str(o, "metadata.namespace");
 
-    snprintf(out, cap, "%s/%s", ns ? ns : "", jstr(o, "metadata.name"));
+    snprintf(out, cap, "%s/%s", ns ? ns : "", json_str(o, "metadata.name"));
 }
 
 /* Churn: a LIST at R0 plus the watch from R0 replays to exactly the Exact LIST at the last
@@ -2472,7 +2151,7 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
     const char *const argv_tail[] = { "--objects", "200", "--namespaces", "4", "--churn", "200",
                                       "--seed", "42", NULL };
     enum { CAP = 4096 };
-    struct sim s;
+    struct srv s;
     struct http_resp r;
     struct watch *w;
     struct kv *set = calloc(CAP, sizeof(*set));
@@ -2488,13 +2167,13 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
     sim_start_raw(&s, argv_tail);
     get(&s, "/api/v1/pods", &r);
     cr_assert_eq(r.code, 200);
-    j = jparse(&r);
-    r0 = jrv(j);
-    cJSON_ArrayForEach(it, jget(j, "items"))
+    j = json_body(&r);
+    r0 = json_rv(j);
+    cJSON_ArrayForEach(it, json_at(j, "items"))
     {
         cr_assert_lt(n, CAP);
         obj_key(it, set[n].key, sizeof(set[n].key));
-        set[n].rv = jrv(it);
+        set[n].rv = json_rv(it);
         cr_assert_leq(set[n].rv, r0, "item RV <= list RV");
         if (n > 0) {
             cr_assert_lt(strcmp(set[n - 1].key, set[n].key), 0, "key order");
@@ -2506,13 +2185,13 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
     cr_assert_gt(n, 0, "--objects seeds pods");
 
     snprintf(path, sizeof(path), "/api/v1/pods?watch=1&resourceVersion=%" PRIu64, r0);
-    w = watch_start(&s, path, 200);
+    w = api_watch(s.url, path, 200);
     cr_assert_eq(watch_wait_lines(w, 60, 15000), 0, "churn 200/s produces pod events");
     for (i = 0; i < 60; i++) {
-        struct wev e;
+        struct api_ev e;
         int at;
 
-        wev_parse(watch_line(w, i, NULL), &e);
+        api_ev_parse(watch_line(w, i, NULL), &e);
         cr_assert_gt(e.rv, last, "RVs strictly increase: %s", watch_line(w, i, NULL));
         last = e.rv;
         obj_key(e.obj, key, sizeof(key));
@@ -2533,7 +2212,7 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
         } else {
             cr_assert_fail("unexpected event type %s", e.type);
         }
-        wev_free(&e);
+        api_ev_free(&e);
     }
     watch_close(w);
 
@@ -2541,22 +2220,22 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
              "&resourceVersionMatch=Exact", last);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200, "Exact at the last event: %ld %s", r.code, r.body);
-    j = jparse(&r);
-    cr_assert_eq(jrv(j), last);
-    cr_assert_eq((size_t)cJSON_GetArraySize(jget(j, "items")), n,
+    j = json_body(&r);
+    cr_assert_eq(json_rv(j), last);
+    cr_assert_eq((size_t)cJSON_GetArraySize(json_at(j, "items")), n,
                  "LIST@R0 + events = Exact LIST@last (count)");
-    cJSON_ArrayForEach(it, jget(j, "items"))
+    cJSON_ArrayForEach(it, json_at(j, "items"))
     {
         int at;
 
         obj_key(it, key, sizeof(key));
         at = kv_find(set, n, key);
         cr_assert_geq(at, 0, "%s in the Exact list but not in the replayed state", key);
-        cr_assert_eq(set[at].rv, jrv(it), "%s: rv", key);
+        cr_assert_eq(set[at].rv, json_rv(it), "%s: rv", key);
     }
     cJSON_Delete(j);
     http_resp_free(&r);
-    cr_assert_gt(sim_revision(&s), r0, "the revision moves under churn");
+    cr_assert_gt(api_sim_stat(s.url, "revision"), r0, "the revision moves under churn");
     free(set);
     sim_stop(&s);
 }
@@ -2565,7 +2244,7 @@ Test(sim, seed_makes_initial_objects_reproducible, .timeout = SIM_TEST_TIMEOUT_S
 {
     const char *const argv_tail[] = { "--objects", "30", "--namespaces", "3", "--churn", "0",
                                       "--seed", "7", NULL };
-    struct sim a, b;
+    struct srv a, b;
     struct http_resp ra, rb;
     cJSON *ja, *jb;
     const cJSON *ia, *ib;
@@ -2575,12 +2254,13 @@ Test(sim, seed_makes_initial_objects_reproducible, .timeout = SIM_TEST_TIMEOUT_S
     sim_start_raw(&b, argv_tail);
     get(&a, "/api/v1/pods", &ra);
     get(&b, "/api/v1/pods", &rb);
-    ja = jparse(&ra);
-    jb = jparse(&rb);
-    cr_assert_gt(cJSON_GetArraySize(jget(ja, "items")), 0, "seeded pods");
-    cr_assert_eq(cJSON_GetArraySize(jget(ja, "items")), cJSON_GetArraySize(jget(jb, "items")));
-    ib = jget(jb, "items")->child;
-    cJSON_ArrayForEach(ia, jget(ja, "items"))
+    ja = json_body(&ra);
+    jb = json_body(&rb);
+    cr_assert_gt(cJSON_GetArraySize(json_at(ja, "items")), 0, "seeded pods");
+    cr_assert_eq(cJSON_GetArraySize(json_at(ja, "items")),
+                 cJSON_GetArraySize(json_at(jb, "items")));
+    ib = json_at(jb, "items")->child;
+    cJSON_ArrayForEach(ia, json_at(ja, "items"))
     {
         obj_key(ia, ka, sizeof(ka));
         obj_key(ib, kb, sizeof(kb));
