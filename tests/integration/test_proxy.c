@@ -1674,8 +1674,10 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
     /* Sim bookmarks far apart: this test is about the proxy's laggard rule alone. */
     sim_up(&sim, ARGS("--objects", "50", "--namespaces", "2", "--churn", "500",
                       "--bookmark-interval", "10m"));
+    /* 1000 events of history: the fast reader may pause ~2 s on a loaded machine and still
+     * be served; the slow one stalls 20 s (~10000 events) and must be ended. */
     proxy_up(&px, sim.url,
-             ARGS("--resources", "pods", "--history-min", "100", "--history-max", "100",
+             ARGS("--resources", "pods", "--history-min", "1000", "--history-max", "1000",
                   "--history-window", "0"));
 
     /* Reference: the sim's own watch; then the proxy's fast watcher. Both from rv=0 with the
