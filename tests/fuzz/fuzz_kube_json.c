@@ -1,11 +1,6 @@
 /*
- * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c (not in the
- * default build). Build and run from the repository root:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     -I. -I/usr/include/cjson proxy/kube_json.c cache/blob.c cache/bug.c cache/rv.c \
- *     tests/fuzz/fuzz_kube_json.c -lcjson -lm -o /tmp/fuzz_kube_json
- *   mkdir -p /tmp/kj-corpus && /tmp/fuzz_kube_json -max_total_time=60 -max_len=4096 /tmp/kj-corpus
+ * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c
+ * (bash scripts/fuzz.sh kube_json; ctest fuzz_kube_json replays corpus/kube_json/).
  *
  * Every input goes, as an exact-size buffer, through the byte scanner (member, array,
  * event, strip), kube_meta_parse/kube_json_blob and kube_json_continue_decode, and checks
@@ -20,13 +15,7 @@
 
 #include "cache/blob.h"
 #include "proxy/kube_json.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            __builtin_trap();                                                                      \
-        }                                                                                          \
-    } while (0)
+#include "tests/fuzz/fuzz.h"
 
 static void fuzz_spans(const char *d, size_t n)
 {
@@ -149,8 +138,6 @@ static void fuzz_continue(const char *d, size_t n)
         fuzz_continue_tok(tok);
     }
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
