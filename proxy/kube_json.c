@@ -1002,6 +1002,59 @@ static const char *arena_put(struct arena *a, const char *s, size_t n)
     return dst;
 }
 
+/*
+ * The member <key> of object <obj> as Go's decoder picks it: the last of repeated keys
+ * (cJSON_GetObjectItemCaseSensitive finds the first). NULL when absent or <obj> is no object.
+ */
+static const cJSON *member_last(const cJSON *obj, const char *key)
+{
+    const cJSON *found = NULL;
+    const cJSON *c;
+
+    if (!cJSON_IsObject(obj)) {
+        return NULL;
+    }
+    cJSON_ArrayForEach(c, obj)
+    {
+        if (c->string != NULL && strcmp(c->string, key) == 0) {
+            found = c;
+        }
+    }
+    return found;
+}
+
+/*
+ * cJSON ends a string at an escaped NUL, so a key "metadata\u0000" would read as "metadata" and
+ * a resourceVersion "5\u0000" as 5, where Go sees other strings. Returns a copy of data[0..len)
+ * in which every \u0000 escape reads \u0001 (caller frees), or NULL when there is none. Both
+ * characters are invalid in every Kubernetes name, key and resourceVersion, so the lifted
+ * string stays invalid but can no longer alias a valid one. <data> is valid JSON, where a
+ * backslash only ever starts an escape, so skipping each escaped character suffices.
+ */
+static char *lift_nul_escapes(const char *data, size_t len)
+{
+    const char *p = data;
+    const char *end = data + len;
+    char *copy = NULL;
+
+    while (p < end) {
+        const char *bs = memchr(p, '\\', (size_t)(end - p));
+
+        if (bs == NULL) {
+            break;
+        }
+        if (end - bs >= 6 && memcmp(bs + 1, "u0000", 5) == 0) {
+            if (copy == NULL) {
+                copy = xmalloc(len);
+                memcpy(copy, data, len);
+            }
+            copy[bs - data + 5] = '1';
+        }
+        p = bs + 2;
+    }
+    return copy;
+}
+
 /* Follows a dotted path from <root>; NULL when a segment is missing or too long. */
 static const cJSON *json_path(const cJSON *root, const char *path)
 {
@@ -1025,7 +1078,7 @@ static const cJSON *json_path(const cJSON *root, const char *path)
             }
             cur = cJSON_GetArrayItem(cur, (int)idx);
         } else {
-            cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
+            cur = member_last(cur, seg);
         }
         if (dot == NULL) {
             return cur;
@@ -1095,10 +1148,10 @@ static size_t labels_dedup(struct blob_kv *kv, size_t n)
 static void meta_collect(const cJSON *md, const cJSON *root, const char *const *field_paths,
                          struct arena *a, struct kube_meta *out)
 {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+    const cJSON *name = member_last(md, "name");
+    const cJSON *ns = member_last(md, "namespace");
+    const cJSON *rv = member_last(md, "resourceVersion");
+    const cJSON *labels = member_last(md, "labels");
     const cJSON *lab_obj = cJSON_IsObject(labels) ? labels : NULL;
     const cJSON *l;
     size_t n = 0;
@@ -1185,6 +1238,8 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
     struct arena a = {NULL, 0};
     const cJSON *md, *name, *ns, *rv;
     const char *end = NULL;
+    const char *base;
+    char *lifted = NULL;
     cJSON *root = NULL;
     size_t off = 0, rlen = 0, n_labels;
     int rc = -EPROTO;
@@ -1202,16 +1257,18 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
     if (s.p != s.end) {
         return -EPROTO;
     }
-    root = cJSON_ParseWithLengthOpts(data, len, &end, 0);
-    if (root == NULL || end == NULL || end < data || end > data + len) {
+    lifted = lift_nul_escapes(data, len);
+    base = lifted != NULL ? lifted : data;
+    root = cJSON_ParseWithLengthOpts(base, len, &end, 0);
+    if (root == NULL || end == NULL || end < base || end > base + len) {
         goto out;
     }
-    s.p = end;
+    s.p = data + (end - base);
     scan_ws(&s);
-    md = cJSON_GetObjectItemCaseSensitive(root, "metadata");
-    name = cJSON_GetObjectItemCaseSensitive(md, "name");
-    ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
-    rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    md = member_last(root, "metadata");
+    name = member_last(md, "name");
+    ns = member_last(md, "namespace");
+    rv = member_last(md, "resourceVersion");
     if (s.p != s.end || !cJSON_IsObject(md) || !cJSON_IsString(name) ||
         name->valuestring[0] == '\0' || !(ns == NULL || cJSON_IsNull(ns) || cJSON_IsString(ns)) ||
         !(rv == NULL || cJSON_IsNull(rv) || cJSON_IsString(rv))) {
@@ -1230,8 +1287,8 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
     out->meta.n_labels = n_labels;
     out->meta.labels = out->kv;
     out->meta.fields = out->kv + n_labels;
-    /* The span is only trusted when its bytes are the value cJSON saw (no escapes, and the
-     * same member when a key repeats: cJSON keeps the first, the scanner the last). */
+    /* The span is only trusted when its bytes are the value cJSON saw (no escapes; a
+     * repeated key is the last copy on both sides). */
     if (rv_span(data, len, &off, &rlen) == 0 && rlen == strlen(out->meta.rv_str) &&
         memcmp(data + off, out->meta.rv_str, rlen) == 0 && rlen > 0) {
         out->meta.rv_off = off;
@@ -1240,6 +1297,7 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
     rc = 0;
 out:
     cJSON_Delete(root);
+    free(lifted);
     return rc;
 }
 

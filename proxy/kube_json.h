@@ -146,8 +146,10 @@ struct kube_meta {
  * kube-apiserver computes: the first path present wins, else the literal after "="; the field
  * is stored under <key>; NULL-terminated list, may be NULL):
  * strings as-is, booleans "true"/"false", integers in decimal (only when the double is an
- * exact integer); absent paths and other types are omitted. Labels keep string values only;
- * a repeated label key keeps its last value. meta.ns is NULL when absent, meta.rv_str "" when
+ * exact integer); absent paths and other types are omitted. Labels keep string values only.
+ * Keys are read as Go reads them: a repeated key keeps its last value (as kube_json_member),
+ * and a string holding an escaped NUL, which cJSON would cut short, reads U+0001 there, so it
+ * never equals a valid name, key or RV. meta.ns is NULL when absent, meta.rv_str "" when
  * absent; meta.rv_off/rv_len locate the rv string's bytes in <data> only when it is written
  * without escapes (else 0/0). <out> is zeroed on error and needs no fini then.
  * Returns 0, -EPROTO (not an object / no metadata.name / nesting or size limits).

@@ -113,6 +113,11 @@ struct reflector {
 
 static void rbuf_append(struct rbuf *b, const char *p, size_t n)
 {
+    /* curl may call the write callback with 0 bytes for an empty body; with nothing
+     * allocated yet, memcpy(NULL, p, 0) is undefined (found by tests/fuzz/fuzz_reflector). */
+    if (n == 0) {
+        return;
+    }
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
 

@@ -20,6 +20,7 @@
 
 #include <cJSON.h>
 
+#include "cache/bug.h"
 #include "proxy/apires.h"
 #include "sim/proto.h"
 
@@ -333,6 +334,51 @@ static void generate_name(cJSON *meta, const char *prefix, const char *uid, uint
     set_str(meta, "name", name);
 }
 
+/*
+ * Keeps only the last member of each repeated key, in every object of <v>. cJSON keeps them
+ * all and its lookups find the first, while Go's decoder (and kwp's proxy) take the last: a
+ * body with {"stringData":..,"stringData":..} would otherwise keep a write-only field, and
+ * one with two "metadata" would be stored with the system fields in the copy clients ignore.
+ * (Go merges repeated typed sub-objects such as metadata; that is not modelled.) A hash set
+ * per object keeps this linear in the number of members.
+ */
+static void dedupe_keys(cJSON *v)
+{
+    const cJSON **slots;
+    size_t n = 0, mask = 1;
+    cJSON *c, *prev;
+
+    for (c = v->child; c != NULL; c = c->next) {
+        n++;
+    }
+    if (cJSON_IsObject(v) && n > 1) {
+        while (mask < 2 * n) {
+            mask <<= 1;
+        }
+        slots = xcalloc(mask, sizeof(*slots));
+        mask--;
+        /* Walk backwards (the first child's prev is the last): the last occurrence wins. */
+        for (c = v->child->prev; c != NULL; c = prev) {
+            const char *key = c->string != NULL ? c->string : "";
+            size_t i = (size_t)hash_str(0xcbf29ce484222325ULL, key) & mask;
+
+            prev = c == v->child ? NULL : c->prev;
+            while (slots[i] != NULL && strcmp(slots[i]->string, key) != 0) {
+                i = (i + 1) & mask;
+            }
+            if (slots[i] != NULL) {
+                cJSON_Delete(cJSON_DetachItemViaPointer(v, c));
+            } else {
+                slots[i] = c;
+            }
+        }
+        free(slots);
+    }
+    for (c = v->child; c != NULL; c = c->next) {
+        dedupe_keys(c);
+    }
+}
+
 /* Secret stringData is write-only: its values are merged into data, base64, then dropped. */
 static void fold_string_data(cJSON *obj)
 {
@@ -422,6 +468,7 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
         return fail(err, err_len, -EINVAL,
                     "the object provided is unrecognized (must be of type %s)", kind);
     }
+    dedupe_keys(obj);
     rc = check_kind(obj, t, err, err_len);
     if (rc != 0) {
         return rc;
@@ -512,6 +559,7 @@ int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *res
                     "the object provided is unrecognized (must be of type %s)",
                     old_kind[0] != '\0' ? old_kind : resource);
     }
+    dedupe_keys(new_obj);
     if (t != NULL && !t->namespaced) {
         ns = "";
     }

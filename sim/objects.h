@@ -67,6 +67,9 @@ const char *objects_kind(const char *plural);
  * generation sent), folds a Secret's stringData into data (base64) as the apiserver does,
  * and gives a Namespace what its strategy does: status {"phase":"Active"}, the "kubernetes"
  * spec finalizer and the label kubernetes.io/metadata.name=<name>.
+ * A key repeated in the body keeps its last value, at every level (Go's rule for maps and
+ * unstructured objects; Go merges a repeated typed sub-object such as metadata, this does
+ * not), so the stored object never has two members of one name.
  * Returns 0 or a code from the table above with the message in <err> (err_len bytes, may
  * be 0). <obj> may be partly modified on error. Any thread.
  */
@@ -92,6 +95,7 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
  * plus one when "spec" changed (none when <old_obj> has none); resourceVersion becomes
  * <rv>; a Secret's stringData is folded into data. "status" is kept from the request: the
  * simulator has no status subresource, and its churn writes status through here.
+ * Repeated keys in <new_obj> keep their last value, as for objects_prepare_create.
  * Returns 0, -EINVAL, -EBUSY, with the message in <err>. Any thread.
  */
 int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *resource,

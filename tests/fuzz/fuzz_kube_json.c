@@ -1,17 +1,13 @@
 /*
- * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c (not in the
- * default build). Build and run from the repository root:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     -I. -I/usr/include/cjson proxy/kube_json.c cache/blob.c cache/bug.c cache/rv.c \
- *     tests/fuzz/fuzz_kube_json.c -lcjson -lm -o /tmp/fuzz_kube_json
- *   mkdir -p /tmp/kj-corpus && /tmp/fuzz_kube_json -max_total_time=60 -max_len=4096 /tmp/kj-corpus
+ * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c
+ * (bash scripts/fuzz.sh kube_json; ctest fuzz_kube_json replays corpus/kube_json/).
  *
  * Every input goes, as an exact-size buffer, through the byte scanner (member, array,
  * event, strip), kube_meta_parse/kube_json_blob and kube_json_continue_decode, and checks
  * invariants: spans lie inside the input, stripped output is a valid object without
- * kind/apiVersion, quoted output is valid JSON, a decoded continue token re-encodes to a
- * token that decodes to the same rv and key.
+ * kind/apiVersion, metadata read with cJSON is the metadata the byte scanner finds (name,
+ * namespace, resourceVersion), quoted output is valid JSON, a decoded continue token
+ * re-encodes to a token that decodes to the same rv and key.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,13 +16,36 @@
 
 #include "cache/blob.h"
 #include "proxy/kube_json.h"
+#include "tests/fuzz/fuzz.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            __builtin_trap();                                                                      \
-        }                                                                                          \
-    } while (0)
+/* The string member <key> of the object at d[0..n) as the byte scanner finds it equals <want>
+ * (when written without escapes; NULL <want>: absent or not a string). */
+static void check_str_member(const char *d, size_t n, const char *key, const char *want)
+{
+    size_t off, len;
+    int rc = kube_json_member(d, n, key, &off, &len);
+
+    if (rc != 0 || d[off] != '"') {
+        CHECK(want == NULL); /* absent or not a string for cJSON too */
+        return;
+    }
+    if (memchr(d + off, '\\', len) == NULL) {
+        CHECK(want != NULL && strlen(want) == len - 2 && memcmp(d + off + 1, want, len - 2) == 0);
+    }
+}
+
+/* kube_meta_parse (cJSON) and kube_json_member (the scanner) see the same members. */
+static void check_meta_as_scanned(const char *d, size_t n, const struct kube_meta *m)
+{
+    size_t off, len;
+
+    CHECK(kube_json_member(d, n, "metadata", &off, &len) == 0 && d[off] == '{');
+    check_str_member(d + off, len, "name", m->meta.name);
+    check_str_member(d + off, len, "namespace", m->meta.ns);
+    if (m->meta.rv_str[0] != '\0') {
+        check_str_member(d + off, len, "resourceVersion", m->meta.rv_str);
+    }
+}
 
 static void fuzz_spans(const char *d, size_t n)
 {
@@ -62,6 +81,7 @@ static void fuzz_spans(const char *d, size_t n)
     }
     if (kube_meta_parse(d, n, fields, &m) == 0) {
         CHECK(m.meta.name != NULL && m.meta.name[0] != '\0');
+        check_meta_as_scanned(d, n, &m);
         if (m.meta.rv_len > 0) {
             CHECK(m.meta.rv_off < n && m.meta.rv_len <= n - m.meta.rv_off);
             CHECK(memcmp(d + m.meta.rv_off, m.meta.rv_str, m.meta.rv_len) == 0);
@@ -149,8 +169,6 @@ static void fuzz_continue(const char *d, size_t n)
         fuzz_continue_tok(tok);
     }
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,13 +1,6 @@
 /*
- * fuzz_proto.c - libFuzzer harness for sim/proto.c (not part of the CMake build).
- *
- * Build and run from the repository root (needs clang and libclang-rt-14-dev):
- *
- *   mkdir -p build-fuzz/corpus-proto && cp tests/data/kubectl-create-*.pb build-fuzz/corpus-proto/ &&
- *   clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *       -I. $(pkg-config --cflags libcjson) tests/fuzz/fuzz_proto.c sim/proto.c cache/bug.c \
- *       $(pkg-config --libs libcjson) -o build-fuzz/fuzz_proto
- *   ./build-fuzz/fuzz_proto -max_total_time=60 -max_len=4096 build-fuzz/corpus-proto
+ * fuzz_proto.c - libFuzzer harness for sim/proto.c
+ * (bash scripts/fuzz.sh proto; ctest fuzz_proto replays corpus/proto/).
  *
  * Seeded with the captured kubectl bodies; inputs without the "k8s\0" magic are given it, so
  * the fuzzer spends its time inside the envelope. Checked: no crash, leak or UB; the return
@@ -23,8 +16,7 @@
 #include <cJSON.h>
 
 #include "sim/proto.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/fuzz.h"
 
 static void check(const uint8_t *body, size_t len)
 {

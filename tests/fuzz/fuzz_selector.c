@@ -1,12 +1,6 @@
 /*
- * fuzz_selector.c - libFuzzer harness for cache/selector.c (not part of the CMake build).
- *
- * Build and run from the repository root (needs clang and libclang-rt-14-dev):
- *
- *   mkdir -p build-fuzz/corpus && clang -g -O1 -std=gnu11 \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
- *       tests/fuzz/fuzz_selector.c cache/selector.c cache/bug.c -o build-fuzz/fuzz_selector
- *   ./build-fuzz/fuzz_selector -max_total_time=60 -max_len=17000 build-fuzz/corpus
+ * fuzz_selector.c - libFuzzer harness for cache/selector.c
+ * (bash scripts/fuzz.sh selector; ctest fuzz_selector replays corpus/selector/).
  *
  * Each input is parsed as a label and as a field selector. Checked: no crash, leak or UB;
  * the error text is NUL-terminated inside its buffer and non-empty exactly on failure; a
@@ -18,8 +12,7 @@
 
 #include "cache/blob.h"
 #include "cache/selector.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/fuzz.h"
 
 static const struct blob_kv labels[] = {{"app", "web"}, {"env", ""}, {"example.com/team", "infra"},
                                         {"in", "in"},   {"n", "-5"}, {"version", "3"}};

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cache/blob.h"
+#include "cache/rv.h"
 #include "proxy/kube_json.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
@@ -737,13 +738,54 @@ Test(kube_json, meta_parse_rv_span_only_when_unescaped)
     cr_expect_str_eq(m.meta.rv_str, "12");
     cr_expect_eq(m.meta.rv_len, 0);
     kube_meta_fini(&m);
-    /* cJSON reads the first "metadata", the scanner the last: no span rather than a wrong one. */
+    /* A repeated "metadata": the last one, as Go's decoder and the byte scanner read it. */
     cr_assert_eq(kube_meta_parse(dup, strlen(dup), NULL, &m), 0);
-    cr_expect_eq(m.meta.rv_len, 0);
+    cr_expect_str_eq(m.meta.name, "b");
+    cr_expect_str_eq(m.meta.rv_str, "2");
+    cr_expect_eq(m.meta.rv_len, 1);
+    cr_expect_eq(dup[m.meta.rv_off], '2');
     kube_meta_fini(&m);
     cr_assert_eq(kube_meta_parse(ws, strlen(ws), NULL, &m), 0);
     cr_expect_eq(m.meta.rv_len, 2);
     cr_expect_eq(memcmp(ws + m.meta.rv_off, "77", 2), 0);
+    kube_meta_fini(&m);
+}
+
+/* Found by tests/fuzz/fuzz_reflector (corpus/kube_json/escaped-nul-keys): cJSON ends a
+ * string at an escaped NUL, so a member "metadata\u0000" was read as "metadata" although Go
+ * (and kube_json_member) see another key, and a repeated key was read as its first copy while
+ * Go keeps the last. kube_meta_parse now sees what a Go client sees. */
+Test(kube_json, meta_parse_reads_keys_as_go_does)
+{
+    static const char nul_key[] = "{\"metadata\\u0000\":{\"name\":\"fake\"}}";
+    static const char nul_key2[] = "{\"metadata\":{\"name\\u0000\":\"fake\",\"name\":\"real\","
+                                   "\"labels\":{\"app\\u0000\":\"x\"}}}";
+    static const char nul_rv[] = "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\\u0000\"}}";
+    static const char not_nul[] = "{\"metadata\":{\"name\":\"a\\\\u0000\"}}";
+    static const char dup[] = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"name\":\"b\","
+                              "\"namespace\":\"n2\",\"labels\":{\"x\":\"1\"},\"labels\":{\"y\":\"2\"}},"
+                              "\"spec\":{\"nodeName\":\"n1\"},\"spec\":{\"nodeName\":\"n2\"}}";
+    static const char *const fields[] = {"spec.nodeName", NULL};
+    struct kube_meta m;
+    uint64_t rv = 0;
+
+    cr_expect_eq(kube_meta_parse(nul_key, strlen(nul_key), NULL, &m), -EPROTO, "no metadata");
+    cr_assert_eq(kube_meta_parse(nul_key2, strlen(nul_key2), NULL, &m), 0);
+    cr_expect_str_eq(m.meta.name, "real");
+    cr_expect_null(kv_get(m.meta.labels, m.meta.n_labels, "app"), "\"app\\u0000\" is not app");
+    kube_meta_fini(&m);
+    cr_assert_eq(kube_meta_parse(nul_rv, strlen(nul_rv), NULL, &m), 0);
+    cr_expect_neq(rv_parse(m.meta.rv_str, &rv), 0, "\"5\\u0000\" is not rv 5");
+    kube_meta_fini(&m);
+    cr_assert_eq(kube_meta_parse(not_nul, strlen(not_nul), NULL, &m), 0);
+    cr_expect_str_eq(m.meta.name, "a\\u0000", "an escaped backslash, then text");
+    kube_meta_fini(&m);
+    cr_assert_eq(kube_meta_parse(dup, strlen(dup), fields, &m), 0);
+    cr_expect_str_eq(m.meta.name, "b");
+    cr_expect_str_eq(m.meta.ns, "n2");
+    cr_expect_eq(m.meta.n_labels, 1);
+    cr_expect_str_eq(kv_get(m.meta.labels, m.meta.n_labels, "y"), "2");
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "spec.nodeName"), "n2");
     kube_meta_fini(&m);
 }
 

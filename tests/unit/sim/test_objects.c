@@ -425,6 +425,42 @@ Test(objects, update_secret_folds_string_data)
     free(out);
 }
 
+/* Found by tests/fuzz/fuzz_objects (corpus/objects/crash-repeated-string-data): cJSON keeps
+ * repeated keys and finds the first, so the second stringData survived into the stored Secret.
+ * Go's decoder keeps the last value; so does the simulator now, at every level. */
+Test(objects, repeated_keys_keep_their_last_value)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"s\"},\"stringData\":{\"k\":\"v\"},"
+                        "\"stringData\":{\"k2\":\"w\"},\"data\":{\"a\":\"YQ==\"},"
+                        "\"data\":{\"x\":\"eA==\"}}",
+                        "secrets", "default", NULL, 1, &out, NULL, 0),
+                 0);
+    cr_expect(strstr(out, "stringData") == NULL, "%s", out);
+    cr_expect(strstr(out, "\"data\":{\"x\":\"eA==\",\"k2\":\"dw==\"}") != NULL, "%s", out);
+    cr_expect(strstr(out, "YQ==") == NULL, "%s", out);
+    free(out);
+
+    /* Two metadata members: the system fields land in the one that is kept, the last. */
+    cr_assert_eq(create("{\"metadata\":{\"name\":\"first\"},\"metadata\":{\"name\":\"p\","
+                        "\"labels\":{\"a\":\"1\",\"a\":\"2\"}}}",
+                        "pods", "default", NULL, 7, &out, NULL, 0),
+                 0);
+    cr_expect_str_eq(out, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+                          "\"namespace\":\"default\",\"uid\":\"u-1\",\"resourceVersion\":\"7\","
+                          "\"creationTimestamp\":\"" CREATED "\",\"labels\":{\"a\":\"2\"}}}");
+    free(out);
+
+    cr_assert_eq(update(OLD_POD, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"},"
+                                 "\"metadata\":{\"name\":\"a\"},\"spec\":{},\"spec\":{\"nodeName\":\"n1\"}}",
+                        "pods", "default", "a", &out, NULL, 0),
+                 0, "the stale resourceVersion was in the dropped copy");
+    cr_expect(strstr(out, "\"generation\":1,") != NULL, "spec unchanged: %s", out);
+    cr_expect(strstr(out, "\"spec\":{\"nodeName\":\"n1\"}}") != NULL, "%s", out);
+    free(out);
+}
+
 /* ---- merge patch ------------------------------------------------------------------------------ */
 
 /* RFC 7386 appendix A, the examples with an object target and an object patch. */
