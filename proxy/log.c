@@ -44,6 +44,9 @@ int64_t clock_wall_ms(void)
 }
 
 static void vlog(enum log_level level, const char *src, uint64_t suppressed, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void vlog(enum log_level level, const char *src, uint64_t suppressed, const char *fmt,
                  va_list ap)
 {
     char line[2048];

@@ -191,6 +191,22 @@ static void items_drop(struct rsync *s)
     s->pages = 0;
 }
 
+/* Whether the JSON string literal q[0..n) holds a \u0000 escape (walks escapes in pairs, so
+ * an escaped backslash followed by "u0000" is not one). */
+static bool has_escaped_nul(const char *q, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (q[i] != '\\') {
+            continue;
+        }
+        if (q[i + 1] == 'u' && i + 5 < n && memcmp(q + i + 2, "0000", 4) == 0) {
+            return true;
+        }
+        i++; /* skip the escaped character */
+    }
+    return false;
+}
+
 /*
  * The string member <key> of the JSON object data[0..len), unescaped (cJSON on the small
  * value span only). Returns 0 with a heap copy in *out (caller frees), -ENOENT when absent or
@@ -219,6 +235,9 @@ static int json_str_member(const char *data, size_t len, const char *key, size_t
         memcpy(*out, data + off + 1, vlen - 2);
         (*out)[vlen - 2] = '\0';
         return 0;
+    }
+    if (has_escaped_nul(data + off, vlen)) {
+        return -EPROTO; /* cJSON would cut the string there: "12\u0000" must not read as 12 */
     }
     v = cJSON_ParseWithLength(data + off, vlen);
     rc = cJSON_IsString(v) ? 0 : -EPROTO;

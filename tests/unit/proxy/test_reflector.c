@@ -876,6 +876,26 @@ Test(reflector, malformed_line_relists, .timeout = 30)
     h_stop(&h);
 }
 
+/* "150\u0000" is not rv 150 (cJSON would cut the string at the NUL): the bookmark is
+ * malformed, and the reflector relists instead of advancing. */
+Test(reflector, bookmark_rv_with_escaped_nul_relists, .timeout = 30)
+{
+    struct harness h;
+    struct resource_stats st;
+    const char *relist_items[] = {
+        "{\"metadata\":{\"name\":\"y\",\"namespace\":\"ns1\",\"resourceVersion\":\"200\"}}"};
+
+    h_synced(&h);
+    serve_one_page(&h.f, PODS, "PodList", "200", relist_items, 1);
+    push_event(&h, 0, "BOOKMARK", "{\"metadata\":{\"resourceVersion\":\"150\\u0000\"}}");
+    cr_assert_eq(resource_wait_fresh(h.pods->res, 200, WAIT_MS, NULL), 0);
+    cr_expect_eq(fake_lists(&h.f, PODS), 2);
+    cr_expect_eq(atomic_load(&h.pods->ctr.up_bookmarks), 0);
+    resource_stats(h.pods->res, &st);
+    cr_expect_eq(st.rv, 200);
+    h_stop(&h);
+}
+
 Test(reflector, overlong_line_relists, .timeout = 30)
 {
     struct harness h;
