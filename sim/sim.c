@@ -397,7 +397,7 @@ static void create_error(struct kstatus *st, const struct apires *ar, int rc, co
  * (objects_service_allocate); -EDOM with a 422 in <st> otherwise. Under the lock, which
  * serialises allocations. The used set is rebuilt from the store each time: Services are
  * few, and the store is then the only record (deletes and updates need no bookkeeping). */
-static int allocate_service(struct sim *s, struct apires *ar, cJSON *obj, struct kstatus *st)
+static int allocate_service(struct apires *ar, cJSON *obj, struct kstatus *st)
 {
     /* <st> borrows its cause strings: they live here until this thread's next failed Service
      * create, which can only come after the reply that uses them (one request at a time per
@@ -408,7 +408,6 @@ static int allocate_service(struct sim *s, struct apires *ar, cJSON *obj, struct
     uint64_t snap_rv;
     int rc;
 
-    (void)s;
     snap = resource_snapshot(ar->res, &snap_rv);
     for (size_t i = 0; i < snap->len; i++) {
         const struct blob *b = snapshot_at(snap, i);
@@ -457,7 +456,7 @@ static int do_create(struct sim *s, struct apires *ar, const char *ns, cJSON *ob
         return rc;
     }
     if (ar->kind.builtin && strcmp(ar->kind.plural, "services") == 0) {
-        rc = allocate_service(s, ar, obj, st);
+        rc = allocate_service(ar, obj, st);
         if (rc != 0) {
             pthread_mutex_unlock(&s->lock);
             return rc;
