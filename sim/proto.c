@@ -1,13 +1,14 @@
 /*
  * proto.c - a table-driven, bounds-checked decoder for the Kubernetes protobuf envelope and
- * the few core/v1 messages kubectl POSTs (see proto.h).
+ * the core/v1, apps/v1 and batch/v1 messages kubectl POSTs (see proto.h).
  *
  * Each message is a table of fields in Go struct order (which is the JSON key order); the
  * decoder walks the wire once, keeps the latest value per field in a slot (maps and repeated
  * fields accumulate), then emits the slots in table order. Every read goes through struct
  * pbuf, which never moves past its end; lengths are checked against what remains before use.
  * Only known sub-messages are entered, so nesting is bounded by the schema, and by
- * PROTO_MAX_DEPTH as a guard.
+ * PROTO_MAX_DEPTH as a guard. The same tables drive proto_order, which reorders JSON the
+ * simulator changed (defaults, allocations) into the order Go would print.
  */
 #include "sim/proto.h"
 
