@@ -10,6 +10,7 @@
  */
 #include "sim/objects.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -450,6 +451,858 @@ static void group_kind(const cJSON *obj, char *buf, size_t cap)
     }
 }
 
+/* ---- what kube-apiserver's defaulting and registry strategies add on create ---------------
+ *
+ * The v1 defaulting functions (pkg/apis/core/v1, apps/v1, batch/v1 defaults.go and the
+ * declarative +default markers) that apply to the workload kinds, plus the create strategies'
+ * additions that `get` and the printers show. A Go "if x == nil" default fills an absent or
+ * null member; an "if x == \"\"" or "== 0" one also replaces an empty string or a zero. */
+
+/* True when <obj> has member <key> and it is neither null nor "". */
+static bool is_set(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return v != NULL && !cJSON_IsNull(v) && !(cJSON_IsString(v) && v->valuestring[0] == '\0');
+}
+
+/* The object member <key> of <obj>, NULL when absent or not an object. */
+static cJSON *obj_at(cJSON *obj, const char *key)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsObject(v) ? v : NULL;
+}
+
+static void default_str(cJSON *obj, const char *key, const char *value)
+{
+    if (!is_set(obj, key)) {
+        set_str(obj, key, value);
+    }
+}
+
+/* A pointer field's default: only when absent or null. */
+static void default_num(cJSON *obj, const char *key, double value)
+{
+    if (!is_set(obj, key)) {
+        set_num(obj, key, value);
+    }
+}
+
+/* A plain int field's default ("if x == 0"). */
+static void default_nonzero(cJSON *obj, const char *key, double value)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (!cJSON_IsNumber(v) || v->valuedouble == 0) {
+        set_num(obj, key, value);
+    }
+}
+
+static void default_bool(cJSON *obj, const char *key, bool value)
+{
+    if (!is_set(obj, key)) {
+        set_item(obj, key, cj(cJSON_CreateBool(value)));
+    }
+}
+
+/* A struct field Go always prints: {} when absent or null. */
+static cJSON *default_obj(cJSON *obj, const char *key)
+{
+    return child_obj(obj, key);
+}
+
+/* parsers.ParseImageName's tag: after the last ':' of the last path segment, before any
+ * "@digest"; "latest" when there is neither tag nor digest. A reference that does not parse
+ * (empty, or upper case in the repository) has no tag. */
+static bool image_is_latest(const char *image)
+{
+    const char *slash = strrchr(image, '/');
+    const char *name = slash != NULL ? slash + 1 : image;
+    const char *at = strchr(name, '@');
+    const char *colon = strchr(name, ':');
+
+    if (image[0] == '\0') {
+        return false;
+    }
+    for (const char *p = image; *p != '\0' && *p != ':' && *p != '@'; p++) {
+        /* upper case is allowed only in a registry host (before the first '/') */
+        if (*p >= 'A' && *p <= 'Z' && strchr(p, '/') == NULL) {
+            return false;
+        }
+    }
+    if (colon != NULL && (at == NULL || colon < at)) {
+        size_t n = at != NULL ? (size_t)(at - colon - 1) : strlen(colon + 1);
+        return n == 6 && strncmp(colon + 1, "latest", 6) == 0;
+    }
+    return at == NULL;
+}
+
+static void default_http_get(cJSON *http_get)
+{
+    if (http_get != NULL) {
+        default_str(http_get, "path", "/");
+        default_str(http_get, "scheme", "HTTP");
+    }
+}
+
+static void default_probe(cJSON *probe)
+{
+    if (probe == NULL) {
+        return;
+    }
+    default_nonzero(probe, "timeoutSeconds", 1);
+    default_nonzero(probe, "periodSeconds", 10);
+    default_nonzero(probe, "successThreshold", 1);
+    default_nonzero(probe, "failureThreshold", 3);
+    default_http_get(obj_at(probe, "httpGet"));
+}
+
+/* ObjectFieldSelector apiVersion "v1"; ResourceFieldSelector.divisor is a struct: "0". */
+static void default_field_refs(cJSON *holder)
+{
+    cJSON *ref = obj_at(holder, "fieldRef");
+
+    if (ref != NULL) {
+        default_str(ref, "apiVersion", "v1");
+    }
+    ref = obj_at(holder, "resourceFieldRef");
+    if (ref != NULL) {
+        default_str(ref, "divisor", "0");
+    }
+}
+
+/* SetDefaults_Container, the declarative ContainerPort protocol and the nested defaults. */
+static void default_container(cJSON *c)
+{
+    const char *image = str_of(c, "image");
+    cJSON *e;
+    cJSON *lifecycle = obj_at(c, "lifecycle");
+
+    default_str(c, "imagePullPolicy", image_is_latest(image) ? "Always" : "IfNotPresent");
+    default_str(c, "terminationMessagePath", "/dev/termination-log");
+    default_str(c, "terminationMessagePolicy", "File");
+    default_obj(c, "resources");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "ports"))
+    {
+        if (cJSON_IsObject(e)) {
+            default_str(e, "protocol", "TCP");
+        }
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env"))
+    {
+        default_field_refs(obj_at(e, "valueFrom"));
+    }
+    default_probe(obj_at(c, "livenessProbe"));
+    default_probe(obj_at(c, "readinessProbe"));
+    default_probe(obj_at(c, "startupProbe"));
+    if (lifecycle != NULL) {
+        default_http_get(obj_at(obj_at(lifecycle, "postStart"), "httpGet"));
+        default_http_get(obj_at(obj_at(lifecycle, "preStop"), "httpGet"));
+    }
+}
+
+static void default_downward_items(cJSON *src)
+{
+    cJSON *e;
+
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(src, "items"))
+    {
+        if (cJSON_IsObject(e)) {
+            default_field_refs(e);
+        }
+    }
+}
+
+/* SetDefaults_Volume and the volume sources' defaults (mode 0644 = 420, hostPath type "",
+ * an hour's token, a Filesystem claim). A volume with no source gets an emptyDir. */
+static void default_volume(cJSON *v)
+{
+    cJSON *src;
+    cJSON *e;
+    bool any = false;
+
+    for (const cJSON *m = v->child; m != NULL; m = m->next) {
+        any = any || (strcmp(m->string, "name") != 0 && !cJSON_IsNull(m));
+    }
+    if (!any) {
+        set_item(v, "emptyDir", cj(cJSON_CreateObject()));
+    }
+    if ((src = obj_at(v, "hostPath")) != NULL && !is_set(src, "type")) {
+        set_str(src, "type", "");
+    }
+    if ((src = obj_at(v, "secret")) != NULL) {
+        default_num(src, "defaultMode", 420);
+    }
+    if ((src = obj_at(v, "configMap")) != NULL) {
+        default_num(src, "defaultMode", 420);
+    }
+    if ((src = obj_at(v, "downwardAPI")) != NULL) {
+        default_num(src, "defaultMode", 420);
+        default_downward_items(src);
+    }
+    if ((src = obj_at(v, "projected")) != NULL) {
+        default_num(src, "defaultMode", 420);
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(src, "sources"))
+        {
+            cJSON *token = obj_at(e, "serviceAccountToken");
+            if (token != NULL) {
+                default_num(token, "expirationSeconds", 3600);
+            }
+            default_downward_items(obj_at(e, "downwardAPI"));
+        }
+    }
+    src = obj_at(obj_at(obj_at(v, "ephemeral"), "volumeClaimTemplate"), "spec");
+    if (src != NULL) {
+        default_str(src, "volumeMode", "Filesystem");
+    }
+}
+
+static void default_containers(cJSON *spec, const char *key)
+{
+    cJSON *e;
+
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(spec, key))
+    {
+        if (cJSON_IsObject(e)) {
+            default_container(e);
+        }
+    }
+}
+
+/* SetDefaults_PodSpec and everything below it; a PodTemplateSpec's metadata and spec are
+ * structs, printed even when empty. (SetDefaults_Pod's extras apply to Pods, not templates.) */
+static void default_pod_template(cJSON *tmpl)
+{
+    cJSON *spec;
+    cJSON *e;
+
+    if (tmpl == NULL) {
+        return;
+    }
+    default_obj(tmpl, "metadata");
+    spec = default_obj(tmpl, "spec");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(spec, "volumes"))
+    {
+        if (cJSON_IsObject(e)) {
+            default_volume(e);
+        }
+    }
+    default_containers(spec, "initContainers");
+    default_containers(spec, "containers");
+    default_containers(spec, "ephemeralContainers");
+    default_str(spec, "restartPolicy", "Always");
+    default_num(spec, "terminationGracePeriodSeconds", 30);
+    default_str(spec, "dnsPolicy", "ClusterFirst");
+    default_obj(spec, "securityContext");
+    default_str(spec, "schedulerName", "default-scheduler");
+}
+
+/* apps/v1 SetDefaults_Deployment; the strategy keeps a status sent on create (see
+ * objects_prepare_create) and prints an empty one as {}. */
+static void default_deployment(cJSON *obj)
+{
+    cJSON *spec = default_obj(obj, "spec");
+    cJSON *strategy = default_obj(spec, "strategy");
+
+    default_num(spec, "replicas", 1);
+    default_str(strategy, "type", "RollingUpdate");
+    if (strcmp(str_of(strategy, "type"), "RollingUpdate") == 0) {
+        cJSON *ru = default_obj(strategy, "rollingUpdate");
+        default_str(ru, "maxUnavailable", "25%");
+        default_str(ru, "maxSurge", "25%");
+    }
+    default_num(spec, "revisionHistoryLimit", 10);
+    default_num(spec, "progressDeadlineSeconds", 600);
+    default_pod_template(default_obj(spec, "template"));
+    default_obj(obj, "status");
+}
+
+/* apps/v1 SetDefaults_ReplicaSet; ReplicaSetStatus.replicas has no omitempty. */
+static void default_replicaset(cJSON *obj)
+{
+    cJSON *spec = default_obj(obj, "spec");
+
+    default_num(spec, "replicas", 1);
+    default_pod_template(default_obj(spec, "template"));
+    default_num(default_obj(obj, "status"), "replicas", 0);
+}
+
+/* A copy of the template's labels when <obj>'s <key> map is absent or empty. */
+static void default_labels_from(cJSON *obj, const char *key, const cJSON *labels)
+{
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (cJSON_IsObject(labels) && labels->child != NULL &&
+        !(cJSON_IsObject(have) && have->child != NULL)) {
+        set_item(obj, key, cj(cJSON_Duplicate(labels, true)));
+    }
+}
+
+/* v1 SetDefaults_ReplicationController: selector and labels from the template's labels. */
+static void default_rc(cJSON *obj)
+{
+    cJSON *spec = default_obj(obj, "spec");
+    cJSON *tmpl = obj_at(spec, "template");
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(obj_at(tmpl, "metadata"), "labels");
+
+    default_labels_from(spec, "selector", labels);
+    default_labels_from(child_obj(obj, "metadata"), "labels", labels);
+    default_num(spec, "replicas", 1);
+    default_pod_template(tmpl); /* a pointer: only when sent */
+    default_num(default_obj(obj, "status"), "replicas", 0);
+}
+
+/* Sets labels[key] = value unless the key is there. */
+static void label_if_absent(cJSON *labels, const char *key, const char *value)
+{
+    if (cJSON_GetObjectItemCaseSensitive(labels, key) == NULL) {
+        add_str(labels, key, value);
+    }
+}
+
+/* batch/v1 SetDefaults_Job, then the job strategy's generateSelector (for manualSelector
+ * false): the template gets job-name and controller-uid labels, legacy and
+ * batch.kubernetes.io/ forms, and the selector matches the new uid. The apiserver rejects a
+ * Job that sends its own selector without manualSelector (422 "`selector` not
+ * auto-generated"); the simulator, which does not validate, keeps such a selector as sent.
+ * The metadata labels default to the template's (defaulting runs again when the stored object
+ * is read, by which time the template has the generated labels: every read shows them). */
+static void default_job(cJSON *obj, const char *name, const char *uid)
+{
+    cJSON *spec = default_obj(obj, "spec");
+    cJSON *tmpl = default_obj(spec, "template");
+    cJSON *pfp = obj_at(spec, "podFailurePolicy");
+    cJSON *rule;
+
+    if (!is_set(spec, "completions") && !is_set(spec, "parallelism")) {
+        set_num(spec, "completions", 1);
+    }
+    default_num(spec, "parallelism", 1);
+    default_num(spec, "backoffLimit", is_set(spec, "backoffLimitPerIndex") ? 2147483647 : 6);
+    default_str(spec, "completionMode", "NonIndexed");
+    default_bool(spec, "suspend", false);
+    default_str(spec, "podReplacementPolicy", pfp != NULL ? "Failed" : "TerminatingOrFailed");
+    default_bool(spec, "manualSelector", false);
+    cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(pfp, "rules"))
+    {
+        cJSON *pattern;
+        cJSON_ArrayForEach(pattern, cJSON_GetObjectItemCaseSensitive(rule, "onPodConditions"))
+        {
+            if (cJSON_IsObject(pattern)) {
+                default_str(pattern, "status", "True");
+            }
+        }
+    }
+    default_pod_template(tmpl);
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "manualSelector")) &&
+        !is_set(spec, "selector")) {
+        cJSON *labels = child_obj(child_obj(tmpl, "metadata"), "labels");
+        label_if_absent(labels, "job-name", name);
+        label_if_absent(labels, "batch.kubernetes.io/job-name", name);
+        label_if_absent(labels, "controller-uid", uid);
+        label_if_absent(labels, "batch.kubernetes.io/controller-uid", uid);
+        add_str(child_obj(child_obj(spec, "selector"), "matchLabels"),
+                "batch.kubernetes.io/controller-uid", uid);
+    }
+    default_labels_from(child_obj(obj, "metadata"), "labels",
+                        cJSON_GetObjectItemCaseSensitive(obj_at(tmpl, "metadata"), "labels"));
+    default_obj(obj, "status");
+}
+
+/* v1 SetDefaults_Service and the declarative ServicePort protocol. The cluster IPs, IP
+ * families and node ports come from objects_service_allocate. */
+static void default_service(cJSON *obj)
+{
+    cJSON *spec = default_obj(obj, "spec");
+    const char *type;
+    const char *affinity;
+    const cJSON *external_ips;
+    cJSON *port;
+
+    default_str(spec, "sessionAffinity", "None");
+    affinity = str_of(spec, "sessionAffinity");
+    if (strcmp(affinity, "None") == 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "sessionAffinityConfig");
+    } else if (strcmp(affinity, "ClientIP") == 0) {
+        cJSON *cfg = obj_at(obj_at(spec, "sessionAffinityConfig"), "clientIP");
+        if (cfg == NULL || !is_set(cfg, "timeoutSeconds")) {
+            cJSON *fresh = cj(cJSON_CreateObject());
+            set_num(add_obj(fresh, "clientIP"), "timeoutSeconds", 10800);
+            set_item(spec, "sessionAffinityConfig", fresh);
+        }
+    }
+    default_str(spec, "type", "ClusterIP");
+    type = str_of(spec, "type");
+    cJSON_ArrayForEach(port, cJSON_GetObjectItemCaseSensitive(spec, "ports"))
+    {
+        const cJSON *target = cJSON_GetObjectItemCaseSensitive(port, "targetPort");
+        const cJSON *number = cJSON_GetObjectItemCaseSensitive(port, "port");
+        if (!cJSON_IsObject(port)) {
+            continue;
+        }
+        default_str(port, "protocol", "TCP");
+        if (!is_set(port, "targetPort") || (cJSON_IsNumber(target) && target->valueint == 0)) {
+            set_num(port, "targetPort", cJSON_IsNumber(number) ? number->valuedouble : 0);
+        }
+    }
+    /* service.ExternallyAccessible */
+    external_ips = cJSON_GetObjectItemCaseSensitive(spec, "externalIPs");
+    if (strcmp(type, "LoadBalancer") == 0 || strcmp(type, "NodePort") == 0 ||
+        (strcmp(type, "ClusterIP") == 0 && cJSON_GetArraySize(external_ips) > 0)) {
+        default_str(spec, "externalTrafficPolicy", "Cluster");
+    }
+    if (strcmp(type, "NodePort") == 0 || strcmp(type, "LoadBalancer") == 0 ||
+        strcmp(type, "ClusterIP") == 0) {
+        default_str(spec, "internalTrafficPolicy", "Cluster");
+    }
+    if (strcmp(type, "LoadBalancer") == 0) {
+        default_bool(spec, "allocateLoadBalancerNodePorts", true);
+    }
+    /* the strategy clears status; LoadBalancerStatus is a struct Go always prints */
+    default_obj(default_obj(obj, "status"), "loadBalancer");
+}
+
+/* serviceaccount strategy's cleanSecretReferences: a secret reference keeps only its name. */
+static void default_service_account(cJSON *obj)
+{
+    cJSON *ref;
+
+    cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(obj, "secrets"))
+    {
+        cJSON *name;
+        if (!cJSON_IsObject(ref)) {
+            continue;
+        }
+        name = cJSON_DetachItemFromObjectCaseSensitive(ref, "name");
+        while (ref->child != NULL) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(ref, ref->child));
+        }
+        if (name != NULL) {
+            cJSON_AddItemToObject(ref, "name", name);
+        }
+    }
+}
+
+/* The kinds this file defaults; returns true when <obj> was one (and got Go's key order). */
+static bool default_workload(cJSON *obj, const char *name, const char *uid)
+{
+    const char *kind = str_of(obj, "kind");
+
+    if (strcmp(kind, "Deployment") == 0) {
+        default_deployment(obj);
+    } else if (strcmp(kind, "ReplicaSet") == 0) {
+        default_replicaset(obj);
+    } else if (strcmp(kind, "ReplicationController") == 0) {
+        default_rc(obj);
+    } else if (strcmp(kind, "Job") == 0) {
+        default_job(obj, name, uid);
+    } else if (strcmp(kind, "Service") == 0) {
+        default_service(obj);
+    } else if (strcmp(kind, "ServiceAccount") == 0) {
+        default_service_account(obj);
+    } else {
+        return false;
+    }
+    return proto_order(obj);
+}
+
+/* ---- Service cluster IPs and node ports ------------------------------------------------- */
+
+/* --service-cluster-ip-range 10.96.0.0/12 and --service-node-port-range 30000-32767. The
+ * allocators hand out the upper part of each range first, keeping a low band for addresses
+ * and ports users pick (ServiceIPStaticSubrange: min(max(16, size/16), 256) addresses;
+ * ports: min(max(16, size/32), 128)). */
+#define SVC_NET 0x0a600000u /* 10.96.0.0 */
+#define SVC_PREFIX 12
+#define SVC_SIZE (1u << (32 - SVC_PREFIX))
+#define SVC_STATIC_BAND 256u
+#define SVC_CIDR "10.96.0.0/12"
+#define NODE_PORT_MIN 30000u
+#define NODE_PORT_MAX 32767u
+#define NODE_PORT_COUNT (NODE_PORT_MAX - NODE_PORT_MIN + 1)
+#define NODE_PORT_STATIC_BAND 86u
+
+struct objects_svc_used {
+    uint8_t ips[SVC_SIZE / 8];           /* bit i: SVC_NET + i is held */
+    uint8_t ports[NODE_PORT_COUNT / 8 + 1]; /* bit i: NODE_PORT_MIN + i is held */
+};
+
+struct objects_svc_used *objects_svc_used_new(void)
+{
+    return xcalloc(1, sizeof(struct objects_svc_used));
+}
+
+void objects_svc_used_free(struct objects_svc_used *u)
+{
+    free(u);
+}
+
+static bool bit_get(const uint8_t *bits, uint32_t i)
+{
+    return (bits[i / 8] >> (i % 8)) & 1;
+}
+
+static void bit_set(uint8_t *bits, uint32_t i)
+{
+    bits[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+/* A dotted-quad IPv4 address (inet_pton's strict form) in host order. */
+static bool parse_ipv4(const char *s, uint32_t *out)
+{
+    struct in_addr a;
+
+    if (inet_pton(AF_INET, s, &a) != 1) {
+        return false;
+    }
+    *out = ntohl(a.s_addr);
+    return true;
+}
+
+/* The offset of <ip> in the range when it is allocatable (not the network address or the
+ * broadcast one), else -1. */
+static int64_t ip_offset(uint32_t ip)
+{
+    uint32_t off = ip - SVC_NET;
+
+    if ((ip & ~(SVC_SIZE - 1)) != SVC_NET || off == 0 || off == SVC_SIZE - 1) {
+        return -1;
+    }
+    return off;
+}
+
+static void ip_string(uint32_t ip, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+}
+
+void objects_svc_used_add(struct objects_svc_used *u, const cJSON *svc)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(svc, "spec");
+    const cJSON *e;
+    uint32_t ip;
+
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(spec, "clusterIPs"))
+    {
+        if (cJSON_IsString(e) && parse_ipv4(e->valuestring, &ip) && ip_offset(ip) > 0) {
+            bit_set(u->ips, (uint32_t)ip_offset(ip));
+        }
+    }
+    e = cJSON_GetObjectItemCaseSensitive(spec, "clusterIP");
+    if (cJSON_IsString(e) && parse_ipv4(e->valuestring, &ip) && ip_offset(ip) > 0) {
+        bit_set(u->ips, (uint32_t)ip_offset(ip));
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(spec, "ports"))
+    {
+        const cJSON *np = cJSON_GetObjectItemCaseSensitive(e, "nodePort");
+        if (cJSON_IsNumber(np) && np->valuedouble >= NODE_PORT_MIN &&
+            np->valuedouble <= NODE_PORT_MAX) {
+            bit_set(u->ports, (uint32_t)np->valuedouble - NODE_PORT_MIN);
+        }
+    }
+    e = cJSON_GetObjectItemCaseSensitive(spec, "healthCheckNodePort");
+    if (cJSON_IsNumber(e) && e->valuedouble >= NODE_PORT_MIN && e->valuedouble <= NODE_PORT_MAX) {
+        bit_set(u->ports, (uint32_t)e->valuedouble - NODE_PORT_MIN);
+    }
+}
+
+/* Fills <inv> for a field.Invalid / Forbidden of Service <name>; returns -EDOM. */
+__attribute__((format(printf, 5, 6))) static int svc_invalid(struct objects_invalid *inv,
+                                                             const char *name,
+                                                             const char *field,
+                                                             const char *reason,
+                                                             const char *fmt, ...)
+{
+    va_list ap;
+
+    snprintf(inv->field, sizeof(inv->field), "%s", field);
+    snprintf(inv->reason, sizeof(inv->reason), "%s", reason);
+    va_start(ap, fmt);
+    vsnprintf(inv->detail, sizeof(inv->detail), fmt, ap);
+    va_end(ap);
+    snprintf(inv->message, sizeof(inv->message), "Service \"%s\" is invalid: %s: %s", name, field,
+             inv->detail);
+    return -EDOM;
+}
+
+/* A free slot of <bits> in [0, n): the upper part [band, n) from a seed-derived start, then
+ * the band; -1 when full. <skip_ends> leaves out offset 0 and n - 1 (an IP range's network
+ * and broadcast addresses). */
+static int64_t pick_free(const uint8_t *bits, uint32_t n, uint32_t band, uint64_t seed,
+                         bool skip_ends)
+{
+    uint32_t lo = skip_ends ? 1 : 0;
+    uint32_t hi = skip_ends ? n - 1 : n; /* exclusive */
+    uint32_t upper = hi - band - lo;
+
+    for (uint32_t i = 0; i < upper; i++) {
+        uint32_t off = lo + band + (uint32_t)((seed + i) % upper);
+        if (!bit_get(bits, off)) {
+            return off;
+        }
+    }
+    for (uint32_t off = lo; off < lo + band; off++) {
+        if (!bit_get(bits, off)) {
+            return off;
+        }
+    }
+    return -1;
+}
+
+/* initIPFamilyFields for a single-stack IPv4 cluster: clusterIP and clusterIPs agree, the
+ * policy defaults to SingleStack (RequireDualStack for a headless service without selector),
+ * the families follow the IPs, then IPv4. */
+static int svc_families(cJSON *spec, const char *name, bool headless,
+                        struct objects_invalid *inv)
+{
+    const cJSON *selector = cJSON_GetObjectItemCaseSensitive(spec, "selector");
+    bool selectorless = !(cJSON_IsObject(selector) && selector->child != NULL);
+    cJSON *families = cJSON_GetObjectItemCaseSensitive(spec, "ipFamilies");
+    const char *policy;
+
+    if (!is_set(spec, "ipFamilyPolicy")) {
+        set_str(spec, "ipFamilyPolicy",
+                headless && selectorless ? "RequireDualStack" : "SingleStack");
+    }
+    policy = str_of(spec, "ipFamilyPolicy");
+    if (!cJSON_IsArray(families) || families->child == NULL) {
+        families = set_item(spec, "ipFamilies", cj(cJSON_CreateArray()));
+        cJSON_AddItemToArray(families, cj(cJSON_CreateString("IPv4")));
+        if (headless && selectorless && strcmp(policy, "SingleStack") != 0) {
+            cJSON_AddItemToArray(families, cj(cJSON_CreateString("IPv6")));
+        }
+    }
+    if (headless && selectorless) {
+        return 0;
+    }
+    if (strcmp(policy, "RequireDualStack") == 0) {
+        return svc_invalid(inv, name, "spec.ipFamilyPolicy", "FieldValueInvalid",
+                           "Invalid value: \"RequireDualStack\": this cluster is not configured "
+                           "for dual-stack services");
+    }
+    for (int i = 0; i < cJSON_GetArraySize(families); i++) {
+        const cJSON *f = cJSON_GetArrayItem(families, i);
+        if (!cJSON_IsString(f) || strcmp(f->valuestring, "IPv4") != 0) {
+            char field[48];
+            snprintf(field, sizeof(field), "spec.ipFamilies[%d]", i);
+            return svc_invalid(inv, name, field, "FieldValueInvalid",
+                               "Invalid value: \"%s\": not configured on this cluster",
+                               cJSON_IsString(f) ? f->valuestring : "");
+        }
+    }
+    return 0;
+}
+
+/* The cluster IP: the one sent, if in range and free, else a free one. */
+static int svc_cluster_ip(cJSON *spec, const char *name, const struct objects_svc_used *used,
+                          uint64_t seed, struct objects_invalid *inv)
+{
+    const char *want = str_of(spec, "clusterIP");
+    char buf[16];
+    uint32_t ip;
+    int64_t off;
+    cJSON *ips;
+
+    if (want[0] != '\0') {
+        if (!parse_ipv4(want, &ip)) {
+            return svc_invalid(inv, name, "spec.clusterIPs[0]", "FieldValueInvalid",
+                               "Invalid value: \"%s\": must be a valid IP address, (e.g. "
+                               "10.9.8.7 or 2001:db8::ffff)", want);
+        }
+        off = ip_offset(ip);
+        if (off < 0) {
+            return svc_invalid(inv, name, "spec.clusterIPs", "FieldValueInvalid",
+                               "Invalid value: []string{\"%s\"}: failed to allocate IP %s: the "
+                               "provided IP (%s) is not in the valid range. The range of valid "
+                               "IPs is " SVC_CIDR, want, want, want);
+        }
+        if (bit_get(used->ips, (uint32_t)off)) {
+            return svc_invalid(inv, name, "spec.clusterIPs", "FieldValueInvalid",
+                               "Invalid value: []string{\"%s\"}: failed to allocate IP %s: "
+                               "provided IP is already allocated", want, want);
+        }
+        ip_string(ip, buf, sizeof(buf)); /* the canonical spelling */
+    } else {
+        off = pick_free(used->ips, SVC_SIZE, SVC_STATIC_BAND, seed, true);
+        if (off < 0) {
+            return svc_invalid(inv, name, "spec.clusterIPs", "FieldValueInvalid",
+                               "Internal error occurred: failed to allocate a serviceIP: range "
+                               "is full");
+        }
+        ip_string(SVC_NET + (uint32_t)off, buf, sizeof(buf));
+    }
+    set_str(spec, "clusterIP", buf);
+    ips = set_item(spec, "clusterIPs", cj(cJSON_CreateArray()));
+    cJSON_AddItemToArray(ips, cj(cJSON_CreateString(buf)));
+    return 0;
+}
+
+/* Claims node port <p> (sent, or 0 for any) into *out; <taken> is the used bitmap plus the
+ * ports this service already took. */
+static int svc_node_port(uint8_t *taken, double p, uint64_t seed, const char *name,
+                         const char *field, struct objects_invalid *inv, double *out)
+{
+    int64_t off;
+
+    if (p != 0) {
+        if (p < NODE_PORT_MIN || p > NODE_PORT_MAX || p != (double)(int64_t)p) {
+            return svc_invalid(inv, name, field, "FieldValueInvalid",
+                               "Invalid value: %.0f: provided port is not in the valid range. "
+                               "The range of valid ports is %u-%u", p, NODE_PORT_MIN,
+                               NODE_PORT_MAX);
+        }
+        if (bit_get(taken, (uint32_t)p - NODE_PORT_MIN)) {
+            return svc_invalid(inv, name, field, "FieldValueInvalid",
+                               "Invalid value: %.0f: provided port is already allocated", p);
+        }
+        off = (int64_t)p - NODE_PORT_MIN;
+    } else {
+        off = pick_free(taken, NODE_PORT_COUNT, NODE_PORT_STATIC_BAND, seed, false);
+        if (off < 0) {
+            return svc_invalid(inv, name, field, "FieldValueInvalid",
+                               "Internal error occurred: failed to allocate a nodePort: range "
+                               "is full");
+        }
+    }
+    bit_set(taken, (uint32_t)off);
+    *out = (double)(NODE_PORT_MIN + (uint32_t)off);
+    return 0;
+}
+
+/* The node port an earlier port of this service with the same port number got (they share
+ * one, as 53/TCP and 53/UDP do), or the first one a later such port asks for; 0 if none. */
+static double shared_node_port(const cJSON *ports, const cJSON *port)
+{
+    const cJSON *number = cJSON_GetObjectItemCaseSensitive(port, "port");
+    bool later = false;
+    double asked = 0;
+    const cJSON *e;
+
+    cJSON_ArrayForEach(e, ports)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "port");
+        const cJSON *np = cJSON_GetObjectItemCaseSensitive(e, "nodePort");
+        if (e == port) {
+            later = true;
+        }
+        if (!cJSON_IsNumber(n) || !cJSON_IsNumber(number) ||
+            n->valuedouble != number->valuedouble || !cJSON_IsNumber(np) ||
+            np->valuedouble == 0) {
+            continue;
+        }
+        if (!later) {
+            return np->valuedouble; /* already claimed by an earlier port */
+        }
+        if (asked == 0) {
+            asked = np->valuedouble;
+        }
+    }
+    return -asked; /* negative: still to be claimed */
+}
+
+/* initNodePorts: node ports for NodePort services and LoadBalancer ones (unless
+ * allocateLoadBalancerNodePorts is false; a port asked for is honoured anyway), and a health
+ * check port for a LoadBalancer with externalTrafficPolicy Local. A ClusterIP service may not
+ * ask for one. */
+static int svc_node_ports(cJSON *spec, const char *name, const struct objects_svc_used *used,
+                          uint64_t seed, struct objects_invalid *inv)
+{
+    const char *type = str_of(spec, "type");
+    bool lb = strcmp(type, "LoadBalancer") == 0;
+    bool allocate = strcmp(type, "NodePort") == 0 ||
+                    (lb && !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+                               spec, "allocateLoadBalancerNodePorts")));
+    const cJSON *ports = cJSON_GetObjectItemCaseSensitive(spec, "ports");
+    uint8_t taken[sizeof(used->ports)];
+    char field[64];
+    cJSON *port;
+    double np;
+    int i = -1;
+    int rc;
+
+    memcpy(taken, used->ports, sizeof(taken));
+    cJSON_ArrayForEach(port, ports)
+    {
+        const cJSON *sent = cJSON_GetObjectItemCaseSensitive(port, "nodePort");
+        double p = cJSON_IsNumber(sent) ? sent->valuedouble : 0;
+        double shared;
+
+        i++;
+        snprintf(field, sizeof(field), "spec.ports[%d].nodePort", i);
+        if (p != 0 && strcmp(type, "ClusterIP") == 0) {
+            return svc_invalid(inv, name, field, "FieldValueForbidden",
+                               "Forbidden: may not be used when `type` is 'ClusterIP'");
+        }
+        if (!cJSON_IsObject(port) || (p == 0 && !allocate) || (!allocate && !lb)) {
+            continue;
+        }
+        shared = shared_node_port(ports, port);
+        if (shared > 0 && (p == 0 || p == shared)) {
+            set_num(port, "nodePort", shared);
+            continue;
+        }
+        rc = svc_node_port(taken, p != 0 ? p : -shared, seed + (uint64_t)i * 7919, name, field,
+                           inv, &np);
+        if (rc != 0) {
+            return rc;
+        }
+        set_num(port, "nodePort", np);
+    }
+    if (lb && strcmp(str_of(spec, "externalTrafficPolicy"), "Local") == 0) {
+        const cJSON *sent = cJSON_GetObjectItemCaseSensitive(spec, "healthCheckNodePort");
+        rc = svc_node_port(taken, cJSON_IsNumber(sent) ? sent->valuedouble : 0,
+                           seed ^ 0x5bd1e995u, name, "spec.healthCheckNodePort", inv, &np);
+        if (rc != 0) {
+            return rc;
+        }
+        set_num(spec, "healthCheckNodePort", np);
+    }
+    return 0;
+}
+
+int objects_service_allocate(cJSON *svc, const struct objects_svc_used *used,
+                             struct objects_invalid *inv)
+{
+    cJSON *spec = obj_at(svc, "spec");
+    const char *name = str_of(cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "name");
+    const char *uid = str_of(cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "uid");
+    uint64_t seed = mix64(hash_str(0xcbf29ce484222325ULL, uid));
+    const cJSON *ips;
+    bool headless;
+    int rc;
+
+    memset(inv, 0, sizeof(*inv));
+    if (spec == NULL || strcmp(str_of(spec, "type"), "ExternalName") == 0) {
+        return 0; /* ExternalName services get no IPs, families or ports */
+    }
+    /* NormalizeClusterIPs: clusterIP and clusterIPs[0] say the same */
+    ips = cJSON_GetObjectItemCaseSensitive(spec, "clusterIPs");
+    if (!is_set(spec, "clusterIP") && cJSON_IsString(cJSON_GetArrayItem(ips, 0))) {
+        set_str(spec, "clusterIP", cJSON_GetArrayItem(ips, 0)->valuestring);
+    }
+    headless = strcmp(str_of(spec, "clusterIP"), "None") == 0;
+    rc = svc_families(spec, name, headless, inv);
+    if (rc != 0) {
+        return rc;
+    }
+    if (headless) {
+        cJSON *none = set_item(spec, "clusterIPs", cj(cJSON_CreateArray()));
+        cJSON_AddItemToArray(none, cj(cJSON_CreateString("None")));
+    } else {
+        rc = svc_cluster_ip(spec, name, used, seed, inv);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = svc_node_ports(spec, name, used, seed >> 20, inv);
+    if (rc != 0) {
+        return rc;
+    }
+    proto_order(svc);
+    return 0;
+}
+
 int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
                            const char *name_from_url, uint64_t rv, const char *uid,
                            const char *created, char *err, size_t err_len)
@@ -520,6 +1373,8 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
         fold_string_data(obj);
     } else if (strcmp(str_of(obj, "kind"), "Namespace") == 0) {
         prepare_namespace(obj, meta);
+    } else if (t != NULL && default_workload(obj, str_of(meta, "name"), uid)) {
+        return 0; /* defaulted and in Go's order */
     }
     order_members(meta, meta_order);
     order_members(obj, top_order);
@@ -872,14 +1727,42 @@ static cJSON *gen_secret(struct rng *r, const char *ns, const char *name)
     return obj;
 }
 
+/* default/kubernetes as kube-apiserver keeps it: the first address of the service range, https
+ * to the apiserver's port, no selector (its endpoints are written by the apiserver). */
+static cJSON *gen_kubernetes_service(const char *ns)
+{
+    cJSON *meta;
+    cJSON *obj = new_object("Service", "v1", ns, "kubernetes", &meta);
+    cJSON *labels = add_obj(meta, "labels");
+    cJSON *spec = add_obj(obj, "spec");
+    cJSON *port = push_obj(add_arr(spec, "ports"));
+
+    add_str(labels, "component", "apiserver");
+    add_str(labels, "provider", "kubernetes");
+    add_str(port, "name", "https");
+    add_str(port, "protocol", "TCP");
+    add_num(port, "port", 443);
+    add_num(port, "targetPort", 6443);
+    add_str(spec, "clusterIP", "10.96.0.1");
+    add_str(spec, "type", "ClusterIP");
+    return obj;
+}
+
 static cJSON *gen_service(struct rng *r, const char *ns, const char *name)
 {
     const char *app = app_for(r, name);
     cJSON *meta;
-    cJSON *obj = new_object("Service", "v1", ns, name, &meta);
-    cJSON *spec = add_obj(obj, "spec");
-    cJSON *port = push_obj(add_arr(spec, "ports"));
+    cJSON *obj;
+    cJSON *spec;
+    cJSON *port;
     char ip[32];
+
+    if (strcmp(name, "kubernetes") == 0 && ns != NULL && strcmp(ns, "default") == 0) {
+        return gen_kubernetes_service(ns);
+    }
+    obj = new_object("Service", "v1", ns, name, &meta);
+    spec = add_obj(obj, "spec");
+    port = push_obj(add_arr(spec, "ports"));
 
     add_str(add_obj(meta, "labels"), "app", app);
     add_str(port, "name", "http");

@@ -70,12 +70,74 @@ const char *objects_kind(const char *plural);
  * A key repeated in the body keeps its last value, at every level (Go's rule for maps and
  * unstructured objects; Go merges a repeated typed sub-object such as metadata, this does
  * not), so the stored object never has two members of one name.
+ * Built-in Deployments, ReplicaSets, ReplicationControllers, Jobs, Services and
+ * ServiceAccounts get what kube-apiserver's v1 defaulting and create strategies add, then
+ * Go's member order (proto_order): replicas 1, the RollingUpdate strategy (25%/25%),
+ * revisionHistoryLimit 10, progressDeadlineSeconds 600; a pod template's restartPolicy
+ * Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, securityContext {},
+ * schedulerName default-scheduler, and per container imagePullPolicy (Always for :latest or
+ * no tag, else IfNotPresent), terminationMessagePath/Policy, resources {}, port protocol TCP,
+ * probe timings, HTTP probe path and scheme, volume defaultMode 420 and the other volume
+ * defaults; a Job's completions/parallelism 1, backoffLimit 6, completionMode NonIndexed,
+ * suspend false, podReplacementPolicy, manualSelector false and, unless manualSelector is
+ * true or a selector was sent (which kube-apiserver would refuse), the generated selector on
+ * batch.kubernetes.io/controller-uid=<uid> with the job-name and controller-uid template
+ * labels (legacy and batch.kubernetes.io/ forms), copied to the Job's labels when it has
+ * none; a ReplicationController's selector and labels from its template; a Service's
+ * sessionAffinity None (ClientIP: timeout 10800), type ClusterIP, port protocol TCP,
+ * targetPort = port, externalTrafficPolicy Cluster when externally reachable,
+ * internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true and status.loadBalancer
+ * {} (its IPs and node ports come from objects_service_allocate); a ServiceAccount's secret
+ * references reduced to their names. Unlike kube-apiserver, whose strategies clear a status
+ * sent on create, the simulator keeps it (it has no controllers: tests and demos create
+ * objects in the state they want to see); an empty one is printed as Go prints it.
+ * Update does none of this (a PATCH applies to the defaulted object).
  * Returns 0 or a code from the table above with the message in <err> (err_len bytes, may
  * be 0). <obj> may be partly modified on error. Any thread.
  */
 int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
                            const char *name_from_url, uint64_t rv, const char *uid,
                            const char *created, char *err, size_t err_len);
+
+/* ---- Services: cluster IPs and node ports ----------------------------------------------- */
+
+/* A 422 Invalid with one cause, as kube-apiserver's field.Error makes it. */
+struct objects_invalid {
+    char message[640]; /* Service "s1" is invalid: <field>: <detail> */
+    char field[64];    /* spec.clusterIPs, spec.ports[0].nodePort, ... */
+    char reason[32];   /* FieldValueInvalid, FieldValueForbidden */
+    char detail[512];  /* Invalid value: 30080: provided port is already allocated */
+};
+
+/* The cluster IPs and node ports the existing Services hold: an opaque bitmap of the
+ * 10.96.0.0/12 range and of ports 30000-32767 (about 128 KiB). _new never returns NULL
+ * (aborts on OOM); the caller frees it with objects_svc_used_free (NULL is a no-op). */
+struct objects_svc_used;
+struct objects_svc_used *objects_svc_used_new(void);
+void objects_svc_used_free(struct objects_svc_used *used);
+
+/* Records the IPv4 cluster IPs in range, node ports and health check port of <svc>. */
+void objects_svc_used_add(struct objects_svc_used *used, const cJSON *svc);
+
+/*
+ * Completes a Service <svc> that objects_prepare_create prepared (its metadata.uid seeds the
+ * choices) as kube-apiserver's Service REST create does on a single-stack IPv4 cluster with
+ * --service-cluster-ip-range 10.96.0.0/12 and --service-node-port-range 30000-32767:
+ * ExternalName services get nothing; clusterIP and clusterIPs[0] are made to agree;
+ * ipFamilyPolicy defaults to SingleStack (RequireDualStack for a headless service without
+ * a selector) and ipFamilies to ["IPv4"] (["IPv4","IPv6"] for that headless case); a headless
+ * service (clusterIP "None") gets clusterIPs ["None"]; others keep the IP they ask for if it
+ * is in range and not in <used>, else get a free one from the upper part of the range
+ * (addresses below 10.96.1.1 are left for users to pick); NodePort and LoadBalancer services
+ * (unless allocateLoadBalancerNodePorts is false) get a node port per port, ports with the
+ * same number sharing one; a LoadBalancer with externalTrafficPolicy Local gets a
+ * healthCheckNodePort. Members end in Go's order (proto_order).
+ * Returns 0, or -EDOM with <inv> filled (422 Invalid): an IP or port out of range or
+ * already allocated, a node port on a ClusterIP service, RequireDualStack or an IPv6
+ * family. <svc> may be partly changed on error. Any thread; <used> is only read.
+ */
+int objects_service_allocate(cJSON *svc, const struct objects_svc_used *used,
+                             struct objects_invalid *inv);
 
 /*
  * Prepares <new_obj>, the body of an update (PUT, or a patched copy of <old_obj>) of the
@@ -120,7 +182,8 @@ int objects_merge_patch(cJSON *target, const cJSON *patch);
  * Builds a realistic object of <resource> named <name> in namespace <ns> (ignored for
  * cluster-scoped kinds, may be NULL), as a client would create it, plus a plausible status:
  * pods (~1 KB: labels app=<app> and pod-template-hash, one container, spec.nodeName,
- * status.phase, podIP, conditions, containerStatuses), configmaps, secrets, services,
+ * status.phase, podIP, conditions, containerStatuses), configmaps, secrets, services (and
+ * default/kubernetes as kube-apiserver keeps it: 10.96.0.1, https 443 -> 6443),
  * nodes, namespaces, events, deployments, replicasets; any other resource gets kind
  * CamelCase(plural minus a trailing "s") (apires_parse_spec's rule), labels, a small spec and
  * status, and no apiVersion (the caller knows the group). No uid, resourceVersion or

@@ -2,16 +2,20 @@
  * proto.h - decodes the Kubernetes protobuf request bodies kubectl sends on create.
  *
  * kubectl 1.32 POSTs typed objects as Content-Type application/vnd.kubernetes.protobuf
- * (`kubectl create configmap|secret generic|namespace`; captured in tests/data/kubectl-create-*).
- * The body is the 4-byte magic "k8s\0" followed by a runtime.Unknown
+ * (`kubectl create configmap|secret generic|namespace|deployment|service ...|serviceaccount|
+ * job`; captured in tests/data/kubectl-create-*). The body is the 4-byte magic "k8s\0"
+ * followed by a runtime.Unknown
  *   { 1 typeMeta {1 apiVersion, 2 kind}, 2 raw bytes, 3 contentEncoding, 4 contentType }
- * whose raw bytes are the object's own message. proto_decode() turns v1 ConfigMap, Secret and
- * Namespace into the cJSON tree kube-apiserver would accept as JSON; any other kind is
- * -ENOTSUP so the caller can answer 415, as it does for any body it cannot read.
+ * whose raw bytes are the object's own message. proto_decode() turns the kinds the simulator
+ * serves and kubectl creates (list at proto_decode) into the cJSON tree kube-apiserver would
+ * accept as JSON; any other kind is -ENOTSUP so the caller can answer 415, as it does for any
+ * body it cannot read. proto_order() puts a JSON object of those kinds in Go's member order.
  *
- * Field numbers are those of k8s.io/api core/v1 and k8s.io/apimachinery meta/v1 and runtime
- * generated.proto. Every read is bounded by the input length; lengths, nesting and the number
- * of map/list entries are capped (PROTO_MAX_*). Pure functions; any thread; no locks.
+ * Field numbers and field order are those of k8s.io/api core/v1, apps/v1, batch/v1 and
+ * k8s.io/apimachinery meta/v1, runtime, intstr and resource generated.proto (go-to-protobuf
+ * writes fields in Go struct order). Every read is bounded by the input length; lengths,
+ * nesting and the number of map/list entries are capped (PROTO_MAX_*). Pure functions; any
+ * thread; no locks.
  */
 #ifndef KWP_SIM_PROTO_H
 #define KWP_SIM_PROTO_H
@@ -25,8 +29,10 @@
 
 /* kube-apiserver's own request body limit (3 MiB); larger bodies are -EPROTO. */
 #define PROTO_MAX_BODY (3u * 1024u * 1024u)
-/* Message nesting below the envelope (the schema needs 4: object, meta, ref, time). */
-#define PROTO_MAX_DEPTH 8
+/* Message nesting below the envelope. The schema needs 11: a Deployment's pod template volume
+ * (object, spec, template, pod spec, volume, its inline source), an ephemeral volume's claim
+ * template spec, its label selector and a match expression. */
+#define PROTO_MAX_DEPTH 12
 /* Map entries plus repeated elements in one body (keeps the tree and duplicate-key checks
  * bounded: each insert scans its map). */
 #define PROTO_MAX_ITEMS 8192
@@ -49,7 +55,19 @@ bool proto_is_content_type(const char *content_type);
  * order (kubectl sends them sorted) and a repeated key keeps its last value. Unknown fields
  * are skipped, as Go's decoder does. int64 values become cJSON doubles (exact up to 2^53).
  *
- * Supported kinds (apiVersion "v1"): ConfigMap, Secret, Namespace.
+ * Supported kinds: v1 ConfigMap, Secret, Namespace, Service, ServiceAccount,
+ * ReplicationController; apps/v1 Deployment, ReplicaSet; batch/v1 Job, with every message
+ * they embed (ObjectMeta, LabelSelector, PodTemplateSpec down to volumes, probes and
+ * affinity). Embedded `json:",inline"` structs (LocalObjectReference in key selectors,
+ * ProbeHandler in Probe, VolumeSource in Volume) print their members in place;
+ * IntOrString prints as a number or a string; a Quantity keeps the client's spelling (the
+ * apiserver prints its canonical form) after the check ParseQuantity makes; repeated
+ * integers are read packed or not. A field the tables lack (an alpha field such as
+ * SecurityContext.ulimits, or one newer than them) is skipped like any unknown field. A
+ * field absent from the wire is absent from the JSON, where Go prints the zero value of the
+ * few fields without omitempty (Kubernetes encoders write every non-pointer scalar and
+ * struct, so this differs only for nil lists and pointers such as a missing containers list
+ * or Deployment selector, which validation would refuse).
  *
  * On success sets *out to the new tree, which the caller owns (cJSON_Delete), and returns 0.
  * On error *out is NULL, <err> (err_len bytes, may be 0) holds a one-line reason, and it
@@ -62,6 +80,17 @@ bool proto_is_content_type(const char *content_type);
  * Any thread.
  */
 int proto_decode(const void *body, size_t len, cJSON **out, char *err, size_t err_len);
+
+/*
+ * Reorders the members of <obj>, an object of a kind proto_decode() supports in JSON form
+ * (its "kind" and "apiVersion" members name it), the way kube-apiserver prints it: kind,
+ * apiVersion, then every message's fields in Go struct order, recursively (members the
+ * schema does not know keep their order after the known ones), and the keys of Go maps
+ * (labels, selectors, data, resource lists, ...) sorted bytewise as encoding/json sorts them.
+ * Relinks members, never copies or changes values. Returns false, leaving <obj> untouched,
+ * when it is not an object or its kind has no table. Any thread.
+ */
+bool proto_order(cJSON *obj);
 
 /*
  * Encodes data[0..len) as standard padded base64, the JSON form Go gives a []byte (Secret

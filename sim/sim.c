@@ -393,6 +393,47 @@ static void create_error(struct kstatus *st, const struct apires *ar, int rc, co
     }
 }
 
+/* Gives the Service <obj> its cluster IP and node ports, unique among the stored Services
+ * (objects_service_allocate); -EDOM with a 422 in <st> otherwise. Under the lock, which
+ * serialises allocations. The used set is rebuilt from the store each time, so the store is
+ * the only record (deletes and updates need no bookkeeping); it costs a parse per stored
+ * Service (measured: a create takes 0.4 ms with 100 Services, 19 ms with 3000), and
+ * simulated clusters hold few. */
+static int allocate_service(struct apires *ar, cJSON *obj, struct kstatus *st)
+{
+    /* <st> borrows its cause strings: they live here until this thread's next failed Service
+     * create, which can only come after the reply that uses them (one request at a time per
+     * thread). */
+    static _Thread_local struct objects_invalid inv;
+    struct objects_svc_used *used = objects_svc_used_new();
+    struct snapshot *snap;
+    uint64_t snap_rv;
+    int rc;
+
+    snap = resource_snapshot(ar->res, &snap_rv);
+    for (size_t i = 0; i < snap->len; i++) {
+        const struct blob *b = snapshot_at(snap, i);
+        cJSON *svc = cJSON_ParseWithLength(b->data, b->len);
+        if (svc != NULL) {
+            objects_svc_used_add(used, svc);
+            cJSON_Delete(svc);
+        }
+    }
+    snapshot_unref(snap);
+    rc = objects_service_allocate(obj, used, &inv);
+    objects_svc_used_free(used);
+    if (rc != 0) {
+        kstatus_set(st, 422, "Invalid", "%s", inv.message);
+        st->name = obj_name(obj);
+        st->kind = "Service";
+        st->causes[0].reason = inv.reason;
+        st->causes[0].message = inv.detail;
+        st->causes[0].field = inv.field;
+        st->n_causes = 1;
+    }
+    return rc;
+}
+
 /* Creates <obj> (taken over) in <ar>; on success returns the stored blob (a reference) and
  * 0, else a negative errno with <st> filled. */
 static int do_create(struct sim *s, struct apires *ar, const char *ns, cJSON *obj,
@@ -415,6 +456,13 @@ static int do_create(struct sim *s, struct apires *ar, const char *ns, cJSON *ob
         pthread_mutex_unlock(&s->lock);
         create_error(st, ar, rc, err);
         return rc;
+    }
+    if (ar->kind.builtin && strcmp(ar->kind.plural, "services") == 0) {
+        rc = allocate_service(ar, obj, st);
+        if (rc != 0) {
+            pthread_mutex_unlock(&s->lock);
+            return rc;
+        }
     }
     stamp(s, obj);
     store_key(ar, ns, obj_name(obj), key, sizeof(key));
@@ -1248,9 +1296,12 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
 
 struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
 {
+    /* every kind of proxy/apires.c's built-in table */
     static const char *const builtins[] = {"v1/namespaces", "v1/nodes",      "v1/pods",
                                            "v1/configmaps", "v1/secrets",    "v1/services",
                                            "v1/events",     "v1/serviceaccounts",
+                                           "v1/replicationcontrollers",      "batch/v1/jobs",
+                                           "certificates.k8s.io/v1/certificatesigningrequests",
                                            "apps/v1/deployments",            "apps/v1/replicasets"};
     struct sim *s = xcalloc(1, sizeof(*s));
     struct http_server_opts hso = {0};
@@ -1353,7 +1404,7 @@ int sim_main(int argc, char **argv)
         {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0, "compact history this often, 0 = never (default 5m)"},
         {"history-events", CFG_INT, &o.history_events, 1, 100000000, "revisions kept by compaction and per-resource history (default 10000)"},
         {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
-        {"resource", CFG_LIST, &o.resources, 0, 0, "extra resource group/version/plural[:namespaced|:cluster] (repeatable)"},
+        {"resource", CFG_LIST, &o.resources, 0, 0, "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
         {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
         {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024, "pad generated objects to about this size with a kwp.io/pad annotation (default: no padding, pods ~1.1 KB)"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
@@ -1365,7 +1416,11 @@ int sim_main(int argc, char **argv)
 
     rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
                       "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
-                      "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.");
+                      "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.\n"
+                      "Serves the built-in kinds v1 namespaces, nodes, pods, configmaps, secrets,\n"
+                      "services, events, serviceaccounts, replicationcontrollers, batch/v1 jobs,\n"
+                      "certificates.k8s.io/v1 certificatesigningrequests, apps/v1 deployments and\n"
+                      "replicasets, plus each --resource.");
     if (rc != 0) {
         config_list_free(&o.resources);
         return rc > 0 ? 0 : 2;

@@ -182,7 +182,7 @@ spec:
   clusterIP: 10.96.0.10
   clusterIPs: [10.96.0.10]
   selector: {app: kwp-web}
-  ports: [{port: 80, nodePort: 30080}, {port: 53, protocol: UDP}]
+  ports: [{port: 80, nodePort: 30080}, {port: 53, protocol: UDP, nodePort: 30053}]
 ---
 apiVersion: v1
 kind: Service
@@ -282,7 +282,7 @@ check_kinds() {
   table "$label" "$url" "NAME TYPE DATA AGE" "kwp-sec|Opaque|1|AGE" secrets -l kwp-test=1
   table "$label" "$url" "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE SELECTOR" \
     "kwp-lb|LoadBalancer|10.96.0.11|<pending>|443:30443/TCP|AGE|<none>
-kwp-svc|NodePort|10.96.0.10|<none>|80:30080/TCP,53/UDP|AGE|app=kwp-web" services -l kwp-test=1 -o wide
+kwp-svc|NodePort|10.96.0.10|<none>|80:30080/TCP,53:30053/UDP|AGE|app=kwp-web" services -l kwp-test=1 -o wide
   table "$label" "$url" "NAME STATUS AGE" "kwp-ns|Active|AGE" namespaces kwp-ns
   table "$label" "$url" \
     "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME" \

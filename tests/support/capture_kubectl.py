@@ -2,9 +2,10 @@
 """capture_kubectl.py - record the request bodies real kubectl sends on `kubectl create`.
 
 Serves just enough discovery on 127.0.0.1:<ephemeral port> for kubectl (the dispatcher reads
-/version first, then /api, /apis, /api/v1), runs each `kubectl create ...` command against it with
-a fresh --cache-dir, and saves every POST body verbatim as <outdir>/kubectl-create-<resource>.pb
-(or .json when kubectl sent JSON), plus <outdir>/kubectl-create.txt with the method, path,
+/version first, then /api, /apis, /api/v1, /apis/apps/v1, /apis/batch/v1), runs each
+`kubectl create ...` command against it with a fresh --cache-dir, and saves every POST body
+verbatim as <outdir>/kubectl-create-<capture name>.pb (or .json when kubectl sent JSON), plus
+<outdir>/kubectl-create.txt with the method, path,
 Content-Type and size of each capture. POSTs are answered 201 with a JSON echo of the object so
 kubectl exits 0. The server lives at most --lifetime seconds; each kubectl at most 30 s.
 
@@ -46,26 +47,64 @@ API_V1 = {
         resource("namespaces", "namespace", "Namespace", False, ["ns"]),
         resource("pods", "pod", "Pod", True, ["po"]),
         resource("secrets", "secret", "Secret", True),
+        resource("serviceaccounts", "serviceaccount", "ServiceAccount", True, ["sa"]),
+        resource("services", "service", "Service", True, ["svc"]),
     ],
 }
+
+APPS_V1 = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+    "resources": [resource("deployments", "deployment", "Deployment", True, ["deploy"])],
+}
+
+BATCH_V1 = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "batch/v1",
+    "resources": [resource("jobs", "job", "Job", True)],
+}
+
+
+def group(name):
+    gv = {"groupVersion": f"{name}/v1", "version": "v1"}
+    return {"name": name, "versions": [gv], "preferredVersion": gv}
+
 
 DISCOVERY = {
     "/version": SERVER_VERSION,
     "/api": {"kind": "APIVersions", "versions": ["v1"],
              "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
                                              "serverAddress": "127.0.0.1:6443"}]},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group("apps"),
+                                                                      group("batch")]},
     "/api/v1": API_V1,
+    "/apis/apps/v1": APPS_V1,
+    "/apis/batch/v1": BATCH_V1,
 }
 
+# (capture name, command): the body lands in kubectl-create-<capture name>.pb
 COMMANDS = [
-    ("configmaps", ["create", "configmap", "cm1", "--from-literal=a=b", "--from-literal=c=d"]),
-    ("secrets", ["create", "secret", "generic", "s1", "--from-literal=k=v"]),
-    ("namespaces", ["create", "namespace", "ns1"]),
+    ("configmap", ["create", "configmap", "cm1", "--from-literal=a=b", "--from-literal=c=d"]),
+    ("secret", ["create", "secret", "generic", "s1", "--from-literal=k=v"]),
+    ("namespace", ["create", "namespace", "ns1"]),
+    ("deployment", ["create", "deployment", "d1", "--image=nginx"]),
+    ("deployment-full", ["create", "deployment", "d2", "--image=nginx:1.27",
+                         "--image=busybox", "--replicas=3", "--port=80"]),
+    ("service-clusterip", ["create", "service", "clusterip", "s1", "--tcp=80:8080",
+                           "--tcp=443"]),
+    ("service-headless", ["create", "service", "clusterip", "s5", "--clusterip=None"]),
+    ("service-nodeport", ["create", "service", "nodeport", "s2", "--tcp=80:8080",
+                          "--node-port=30080"]),
+    ("service-loadbalancer", ["create", "service", "loadbalancer", "s3", "--tcp=443:https"]),
+    ("service-externalname", ["create", "service", "externalname", "s4",
+                              "--external-name=db.example.com", "--tcp=5432"]),
+    ("serviceaccount", ["create", "serviceaccount", "sa1"]),
+    ("job", ["create", "job", "j1", "--image=busybox"]),
+    ("job-command", ["create", "job", "j2", "--image=busybox", "--", "sh", "-c", "echo hi"]),
 ]
 
-SINGULAR = {"configmaps": "configmap", "secrets": "secret", "namespaces": "namespace"}
-KIND = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace"}
+KIND = {"configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace",
+        "deployments": "Deployment", "services": "Service", "serviceaccounts": "ServiceAccount",
+        "jobs": "Job"}
+API_VERSION = {"deployments": "apps/v1", "jobs": "batch/v1"}
 
 
 class Recorder:
@@ -116,8 +155,8 @@ class Handler(BaseHTTPRequestHandler):
             REC.posts.append((self.path, ctype, self.headers.get("User-Agent", ""), body))
         plural = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
         # Echo something kubectl can print: "<singular>/<name> created".
-        name = {"configmaps": "cm1", "secrets": "s1", "namespaces": "ns1"}.get(plural, "x")
-        obj = {"kind": KIND.get(plural, "Unknown"), "apiVersion": "v1",
+        name = "x"
+        obj = {"kind": KIND.get(plural, "Unknown"), "apiVersion": API_VERSION.get(plural, "v1"),
                "metadata": {"name": name, "uid": "00000000-0000-0000-0000-000000000001",
                             "resourceVersion": "1",
                             "creationTimestamp": "2025-01-01T00:00:00Z"}}
@@ -168,7 +207,7 @@ def main():
     rc = 0
     with tempfile.TemporaryDirectory() as tmp:
         kc = write_kubeconfig(tmp, port)
-        for plural, cmd in COMMANDS:
+        for capture, cmd in COMMANDS:
             cache = tempfile.mkdtemp(dir=tmp)
             before = len(REC.posts)
             full = [args.kubectl, "--kubeconfig", kc, "--server", f"http://127.0.0.1:{port}",
@@ -180,12 +219,12 @@ def main():
                 rc = 1
             new = REC.posts[before:]
             if len(new) != 1:
-                print(f"expected one POST for {plural}, got {len(new)}", file=sys.stderr)
+                print(f"expected one POST for {capture}, got {len(new)}", file=sys.stderr)
                 rc = 1
                 continue
             path, ctype, agent, body = new[0]
             ext = "pb" if "protobuf" in ctype else "json"
-            out = os.path.join(args.outdir, f"kubectl-create-{SINGULAR[plural]}.{ext}")
+            out = os.path.join(args.outdir, f"kubectl-create-{capture}.{ext}")
             with open(out, "wb") as f:
                 f.write(body)
             summary.append(f"POST {path} Content-Type: {ctype} bytes: {len(body)} "

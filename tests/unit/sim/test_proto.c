@@ -1,8 +1,10 @@
 /*
  * test_proto.c - sim/proto: the bodies real kubectl 1.32 POSTs (tests/data/kubectl-create-*.pb,
  * captured by tests/support/capture_kubectl.py), every field of the supported messages built
- * with a small encoder below, and malformed input: every prefix and byte flip of the
- * captures, bad varints, lengths, wire types and the PROTO_MAX_* limits.
+ * with a small encoder below (and every value type of the workload schema: inline structs,
+ * IntOrString, Quantity, int32, packed lists), malformed input: every prefix and byte flip of
+ * the captures, bad varints, lengths, wire types, values Go refuses and the PROTO_MAX_*
+ * limits; and proto_order's Go member order.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -206,12 +208,95 @@ Test(proto, kubectl_create_namespace_keeps_empty_spec_and_status)
                   "\"spec\":{},\"status\":{}}");
 }
 
-static const char *const captures[] = {"kubectl-create-configmap.pb", "kubectl-create-secret.pb",
-                                       "kubectl-create-namespace.pb"};
+Test(proto, kubectl_create_deployment)
+{
+    check_capture("kubectl-create-deployment.pb",
+                  "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{"
+                  "\"name\":\"d1\",\"labels\":{\"app\":\"d1\"}},\"spec\":{\"replicas\":1,"
+                  "\"selector\":{\"matchLabels\":{\"app\":\"d1\"}},\"template\":{\"metadata\":{"
+                  "\"labels\":{\"app\":\"d1\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\","
+                  "\"image\":\"nginx\",\"resources\":{}}]}},\"strategy\":{}},\"status\":{}}");
+}
+
+Test(proto, kubectl_create_deployment_replicas_port_two_images)
+{
+    check_capture("kubectl-create-deployment-full.pb",
+                  "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{"
+                  "\"name\":\"d2\",\"labels\":{\"app\":\"d2\"}},\"spec\":{\"replicas\":3,"
+                  "\"selector\":{\"matchLabels\":{\"app\":\"d2\"}},\"template\":{\"metadata\":{"
+                  "\"labels\":{\"app\":\"d2\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\","
+                  "\"image\":\"nginx:1.27\",\"ports\":[{\"containerPort\":80}],\"resources\":{}},{"
+                  "\"name\":\"busybox\",\"image\":\"busybox\",\"resources\":{}}]}},"
+                  "\"strategy\":{}},\"status\":{}}");
+}
+
+Test(proto, kubectl_create_services)
+{
+    check_capture("kubectl-create-service-clusterip.pb",
+                  "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s1\","
+                  "\"labels\":{\"app\":\"s1\"}},\"spec\":{\"ports\":[{\"name\":\"80-8080\","
+                  "\"protocol\":\"TCP\",\"port\":80,\"targetPort\":8080},{\"name\":\"443\","
+                  "\"protocol\":\"TCP\",\"port\":443,\"targetPort\":443}],\"selector\":{\"app\":"
+                  "\"s1\"},\"type\":\"ClusterIP\"},\"status\":{\"loadBalancer\":{}}}");
+    check_capture("kubectl-create-service-headless.pb",
+                  "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s5\","
+                  "\"labels\":{\"app\":\"s5\"}},\"spec\":{\"selector\":{\"app\":\"s5\"},"
+                  "\"clusterIP\":\"None\",\"type\":\"ClusterIP\"},\"status\":{"
+                  "\"loadBalancer\":{}}}");
+    check_capture("kubectl-create-service-nodeport.pb",
+                  "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s2\","
+                  "\"labels\":{\"app\":\"s2\"}},\"spec\":{\"ports\":[{\"name\":\"80-8080\","
+                  "\"protocol\":\"TCP\",\"port\":80,\"targetPort\":8080,\"nodePort\":30080}],"
+                  "\"selector\":{\"app\":\"s2\"},\"type\":\"NodePort\"},\"status\":{"
+                  "\"loadBalancer\":{}}}");
+    /* --tcp=443:https: a named target port is an IntOrString of type 1 */
+    check_capture("kubectl-create-service-loadbalancer.pb",
+                  "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s3\","
+                  "\"labels\":{\"app\":\"s3\"}},\"spec\":{\"ports\":[{\"name\":\"443-https\","
+                  "\"protocol\":\"TCP\",\"port\":443,\"targetPort\":\"https\"}],\"selector\":{"
+                  "\"app\":\"s3\"},\"type\":\"LoadBalancer\"},\"status\":{\"loadBalancer\":{}}}");
+    check_capture("kubectl-create-service-externalname.pb",
+                  "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s4\","
+                  "\"labels\":{\"app\":\"s4\"}},\"spec\":{\"ports\":[{\"name\":\"5432\","
+                  "\"protocol\":\"TCP\",\"port\":5432,\"targetPort\":5432}],\"selector\":{"
+                  "\"app\":\"s4\"},\"type\":\"ExternalName\",\"externalName\":\"db.example.com\"},"
+                  "\"status\":{\"loadBalancer\":{}}}");
+}
+
+Test(proto, kubectl_create_serviceaccount)
+{
+    check_capture("kubectl-create-serviceaccount.pb",
+                  "{\"kind\":\"ServiceAccount\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                  "\"sa1\"}}");
+}
+
+Test(proto, kubectl_create_job_and_job_with_command)
+{
+    check_capture("kubectl-create-job.pb",
+                  "{\"kind\":\"Job\",\"apiVersion\":\"batch/v1\",\"metadata\":{\"name\":\"j1\"},"
+                  "\"spec\":{\"template\":{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":"
+                  "\"j1\",\"image\":\"busybox\",\"resources\":{}}],\"restartPolicy\":\"Never\"}}},"
+                  "\"status\":{}}");
+    check_capture("kubectl-create-job-command.pb",
+                  "{\"kind\":\"Job\",\"apiVersion\":\"batch/v1\",\"metadata\":{\"name\":\"j2\"},"
+                  "\"spec\":{\"template\":{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":"
+                  "\"j2\",\"image\":\"busybox\",\"command\":[\"sh\",\"-c\",\"echo hi\"],"
+                  "\"resources\":{}}],\"restartPolicy\":\"Never\"}}},\"status\":{}}");
+}
+
+static const char *const captures[] = {
+    "kubectl-create-configmap.pb",         "kubectl-create-secret.pb",
+    "kubectl-create-namespace.pb",         "kubectl-create-deployment.pb",
+    "kubectl-create-deployment-full.pb",   "kubectl-create-service-clusterip.pb",
+    "kubectl-create-service-headless.pb",  "kubectl-create-service-nodeport.pb",
+    "kubectl-create-service-loadbalancer.pb", "kubectl-create-service-externalname.pb",
+    "kubectl-create-serviceaccount.pb",    "kubectl-create-job.pb",
+    "kubectl-create-job-command.pb"};
+#define N_CAPTURES (sizeof(captures) / sizeof(captures[0]))
 
 Test(proto, every_prefix_of_a_capture_is_rejected_or_decoded)
 {
-    for (size_t f = 0; f < 3; f++) {
+    for (size_t f = 0; f < N_CAPTURES; f++) {
         size_t len;
         uint8_t *body = read_data(captures[f], &len);
         size_t rejected = 0;
@@ -239,7 +324,7 @@ Test(proto, every_byte_of_a_capture_mutated_is_safe)
 {
     static const uint8_t vals[] = {0x00, 0x01, 0x02, 0x07, 0x7f, 0x80, 0xff};
 
-    for (size_t f = 0; f < 3; f++) {
+    for (size_t f = 0; f < N_CAPTURES; f++) {
         size_t len;
         uint8_t *body = read_data(captures[f], &len);
 
@@ -522,6 +607,418 @@ Test(proto, negative_int64_and_kept_zero_grace_period)
     free(json);
 }
 
+/* ---- the workload schema: inline structs, IntOrString, Quantity, int32, packed lists ------ */
+
+/* IntOrString {1 type, 2 intVal, 3 strVal} as field <num> of <e>. */
+static void e_intorstr(struct enc *e, uint32_t num, uint64_t type, uint64_t ival, const char *sval)
+{
+    struct enc v;
+
+    e_init(&v);
+    e_uint(&v, 1, type);
+    if (sval != NULL) {
+        e_str(&v, 3, sval);
+    } else {
+        e_uint(&v, 2, ival);
+    }
+    e_msg(e, num, &v);
+}
+
+/* map<string,Quantity> entry: {1 key, 2 Quantity{1 string}}. */
+static void e_qty_entry(struct enc *e, uint32_t num, const char *key, const char *qty)
+{
+    struct enc entry;
+    struct enc q;
+
+    e_init(&entry);
+    e_str(&entry, 1, key);
+    e_init(&q);
+    e_str(&q, 1, qty);
+    e_msg(&entry, 2, &q);
+    e_msg(e, num, &entry);
+}
+
+/* A message holding just field <num> = string <v> (LocalObjectReference {1 name}, ...). */
+static void e_msg_str(struct enc *e, uint32_t num, uint32_t inner, const char *v)
+{
+    struct enc m;
+
+    e_init(&m);
+    e_str(&m, inner, v);
+    e_msg(e, num, &m);
+}
+
+/* The container of the pod template below: env from inline key selectors, probes with an
+ * inline handler, a Quantity map, a kept zero pointer and an omitempty bool. */
+static void workload_container(struct enc *c)
+{
+    struct enc ef, sref, env, vf, cmk, res, probe, handler, http, tcp, sc;
+
+    e_init(c);
+    e_str(c, 1, "c");
+    e_init(&env);
+    e_str(&env, 1, "E");
+    e_init(&vf);
+    e_init(&cmk);
+    e_msg_str(&cmk, 1, 1, "app-config"); /* inline LocalObjectReference */
+    e_str(&cmk, 2, "k");
+    e_msg(&vf, 3, &cmk);
+    e_msg(&env, 3, &vf);
+    e_msg(c, 7, &env);
+    e_init(&ef);
+    e_init(&sref);
+    e_msg_str(&sref, 1, 1, "s");
+    e_uint(&sref, 2, 0); /* *bool false: kept */
+    e_msg(&ef, 3, &sref);
+    e_msg(c, 19, &ef);
+    e_init(&res);
+    e_qty_entry(&res, 1, "cpu", "500m");
+    e_qty_entry(&res, 1, "memory", "128Mi");
+    e_msg(c, 8, &res);
+    e_init(&probe);
+    e_init(&handler);
+    e_init(&http);
+    e_str(&http, 1, "/healthz");
+    e_intorstr(&http, 2, 1, 0, "http");
+    e_msg(&handler, 2, &http);
+    e_msg(&probe, 1, &handler); /* inline ProbeHandler */
+    e_uint(&probe, 2, 3);
+    e_uint(&probe, 3, 0); /* timeoutSeconds 0: omitempty */
+    e_msg(c, 10, &probe);
+    e_init(&probe);
+    e_init(&handler);
+    e_init(&tcp);
+    e_intorstr(&tcp, 1, 0, 8080, NULL);
+    e_msg(&handler, 3, &tcp);
+    e_msg(&probe, 1, &handler);
+    e_msg(c, 11, &probe);
+    e_init(&sc);
+    e_uint(&sc, 4, 0); /* *int64 runAsUser 0: kept */
+    e_msg(c, 15, &sc);
+    e_uint(c, 17, 0); /* stdinOnce false: left out */
+    e_uint(c, 16, 1); /* stdin true */
+}
+
+/* A configMap volume (inline VolumeSource, inline LocalObjectReference) and an ephemeral one
+ * whose claim template selector is the deepest message the schema has. */
+static void workload_volumes(struct enc *spec)
+{
+    struct enc vol, src, cm, item, eph, tmpl, pvc, sel, req, vres;
+
+    e_init(&vol);
+    e_str(&vol, 1, "cfg");
+    e_init(&src);
+    e_init(&cm);
+    e_msg_str(&cm, 1, 1, "app-config");
+    e_init(&item);
+    e_str(&item, 1, "k");
+    e_str(&item, 2, "p");
+    e_msg(&cm, 2, &item);
+    e_uint(&cm, 3, 420);
+    e_msg(&src, 19, &cm);
+    e_msg(&vol, 2, &src);
+    e_msg(spec, 1, &vol);
+
+    e_init(&vol);
+    e_str(&vol, 1, "eph");
+    e_init(&src);
+    e_init(&eph);
+    e_init(&tmpl);
+    e_init(&pvc);
+    e_str(&pvc, 1, "ReadWriteOnce");
+    e_init(&sel);
+    e_init(&req);
+    e_str(&req, 1, "tier");
+    e_str(&req, 2, "In");
+    e_str(&req, 3, "a");
+    e_msg(&sel, 2, &req);
+    e_msg(&pvc, 4, &sel);
+    e_init(&vres);
+    e_qty_entry(&vres, 2, "storage", "1Gi");
+    e_msg(&pvc, 2, &vres);
+    e_msg(&tmpl, 2, &pvc);
+    e_msg(&eph, 1, &tmpl);
+    e_msg(&src, 29, &eph);
+    e_msg(&vol, 2, &src);
+    e_msg(spec, 1, &vol);
+}
+
+Test(proto, deployment_pod_template_every_value_type)
+{
+    struct enc raw, meta, dspec, tmpl, pspec, c, psc, packed;
+    char err[256];
+    char *json;
+
+    e_init(&raw);
+    e_init(&meta);
+    e_str(&meta, 1, "web");
+    e_msg(&raw, 1, &meta);
+    e_init(&dspec);
+    e_uint(&dspec, 5, (uint64_t)-1LL);        /* int32 -1, sign-extended to 10 bytes */
+    e_uint(&dspec, 1, (1ULL << 32) + 5);      /* int32 keeps the low 32 bits: 5 */
+    e_init(&tmpl);
+    e_init(&pspec);
+    workload_volumes(&pspec);
+    workload_container(&c);
+    e_msg(&pspec, 2, &c);
+    e_uint(&pspec, 11, 0); /* hostNetwork false: left out */
+    e_init(&psc);
+    e_init(&packed);
+    e_varint(&packed, 1000);
+    e_varint(&packed, 2000);
+    e_bytes(&psc, 4, packed.b, packed.n); /* packed repeated int64 */
+    free(packed.b);
+    e_uint(&psc, 4, 3000);                /* and one more, unpacked */
+    e_msg(&pspec, 14, &psc);
+    e_msg(&tmpl, 2, &pspec);
+    e_msg(&dspec, 3, &tmpl);
+    e_msg(&raw, 2, &dspec);
+    cr_assert_eq(decode_env("apps/v1", "Deployment", &raw, &json, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(
+        json,
+        "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"web\"},"
+        "\"spec\":{\"replicas\":5,\"template\":{\"spec\":{\"volumes\":[{\"name\":\"cfg\","
+        "\"configMap\":{\"name\":\"app-config\",\"items\":[{\"key\":\"k\",\"path\":\"p\"}],"
+        "\"defaultMode\":420}},{\"name\":\"eph\",\"ephemeral\":{\"volumeClaimTemplate\":{"
+        "\"spec\":{\"accessModes\":[\"ReadWriteOnce\"],\"selector\":{\"matchExpressions\":[{"
+        "\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"a\"]}]},\"resources\":{"
+        "\"requests\":{\"storage\":\"1Gi\"}}}}}}],\"containers\":[{\"name\":\"c\",\"envFrom\":"
+        "[{\"secretRef\":{\"name\":\"s\",\"optional\":false}}],\"env\":[{\"name\":\"E\","
+        "\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"app-config\",\"key\":\"k\"}}}],"
+        "\"resources\":{\"limits\":{\"cpu\":\"500m\",\"memory\":\"128Mi\"}},\"livenessProbe\":"
+        "{\"httpGet\":{\"path\":\"/healthz\",\"port\":\"http\"},\"initialDelaySeconds\":3},"
+        "\"readinessProbe\":{\"tcpSocket\":{\"port\":8080}},\"securityContext\":{"
+        "\"runAsUser\":0},\"stdin\":true}],\"securityContext\":{\"supplementalGroups\":[1000,"
+        "2000,3000]}}},\"minReadySeconds\":-1}}");
+    free(json);
+}
+
+/* A Job whose container resource field selector holds a Quantity message with no string: Go
+ * reads the zero Quantity and prints "0"; repeated int32 exit codes, packed. */
+Test(proto, job_zero_quantity_and_packed_int32)
+{
+    struct enc raw, spec, pfp, rule, codes, packed, tmpl, pspec, c, env, vf, rf, q;
+    char *json;
+
+    e_init(&raw);
+    e_init(&spec);
+    e_init(&pfp);
+    e_init(&rule);
+    e_str(&rule, 1, "FailJob");
+    e_init(&codes);
+    e_str(&codes, 2, "In");
+    e_init(&packed);
+    e_varint(&packed, 42);
+    e_varint(&packed, (uint64_t)-3LL);
+    e_bytes(&codes, 3, packed.b, packed.n);
+    free(packed.b);
+    e_msg(&rule, 2, &codes);
+    e_msg(&pfp, 1, &rule);
+    e_msg(&spec, 11, &pfp);
+    e_init(&tmpl);
+    e_init(&pspec);
+    e_init(&c);
+    e_str(&c, 1, "c");
+    e_init(&env);
+    e_str(&env, 1, "CPU");
+    e_init(&vf);
+    e_init(&rf);
+    e_str(&rf, 2, "limits.cpu");
+    e_init(&q);
+    e_msg(&rf, 3, &q);
+    e_msg(&vf, 2, &rf);
+    e_msg(&env, 3, &vf);
+    e_msg(&c, 7, &env);
+    e_msg(&pspec, 2, &c);
+    e_msg(&tmpl, 2, &pspec);
+    e_msg(&spec, 6, &tmpl);
+    e_uint(&spec, 5, 1);
+    e_msg(&raw, 2, &spec);
+    cr_assert_eq(decode_env("batch/v1", "Job", &raw, &json, NULL, 0), 0);
+    cr_assert_str_eq(json, "{\"kind\":\"Job\",\"apiVersion\":\"batch/v1\",\"spec\":{"
+                           "\"podFailurePolicy\":{\"rules\":[{\"action\":\"FailJob\","
+                           "\"onExitCodes\":{\"operator\":\"In\",\"values\":[42,-3]}}]},"
+                           "\"manualSelector\":true,\"template\":{\"spec\":{\"containers\":[{"
+                           "\"name\":\"c\",\"env\":[{\"name\":\"CPU\",\"valueFrom\":{"
+                           "\"resourceFieldRef\":{\"resource\":\"limits.cpu\",\"divisor\":\"0\"}}"
+                           "}]}]}}}}");
+    free(json);
+}
+
+/* The ServiceAccount's lists, and a ReplicationController's map selector and kept zero
+ * replicas (a pointer). */
+Test(proto, serviceaccount_and_replicationcontroller)
+{
+    struct enc raw, ref, spec;
+    char *json;
+
+    e_init(&raw);
+    e_init(&ref);
+    e_str(&ref, 3, "tok");
+    e_str(&ref, 1, "Secret");
+    e_msg(&raw, 2, &ref);
+    e_msg_str(&raw, 3, 1, "regcred");
+    e_uint(&raw, 4, 0);
+    cr_assert_eq(decode_env("v1", "ServiceAccount", &raw, &json, NULL, 0), 0);
+    cr_assert_str_eq(json, "{\"kind\":\"ServiceAccount\",\"apiVersion\":\"v1\",\"secrets\":[{"
+                           "\"kind\":\"Secret\",\"name\":\"tok\"}],\"imagePullSecrets\":[{"
+                           "\"name\":\"regcred\"}],\"automountServiceAccountToken\":false}");
+    free(json);
+
+    e_init(&raw);
+    e_init(&spec);
+    e_map(&spec, 2, "app", "a", 1);
+    e_uint(&spec, 1, 0);
+    e_msg(&raw, 2, &spec);
+    cr_assert_eq(decode_env("v1", "ReplicationController", &raw, &json, NULL, 0), 0);
+    cr_assert_str_eq(json, "{\"kind\":\"ReplicationController\",\"apiVersion\":\"v1\",\"spec\":{"
+                           "\"replicas\":0,\"selector\":{\"app\":\"a\"}}}");
+    free(json);
+}
+
+/* <raw> = a workload whose spec field <template_num> (Deployment/ReplicaSet 3, Job 6) is a
+ * pod template with spec <pod_spec>; consumes <pod_spec>. */
+static void e_workload(struct enc *raw, uint32_t template_num, struct enc *pod_spec)
+{
+    struct enc tmpl;
+    struct enc spec;
+
+    e_init(&tmpl);
+    e_msg(&tmpl, 2, pod_spec);
+    e_init(&spec);
+    e_msg(&spec, template_num, &tmpl);
+    e_init(raw);
+    e_msg(raw, 2, &spec);
+}
+
+/* A ReplicaSet whose pod spec asks for resources {<field>: {cpu: <qty>}}. */
+static int decode_quantity(uint32_t field, const char *qty, char *err, size_t err_len)
+{
+    struct enc raw, pspec, res;
+    char *json = NULL;
+    int rc;
+
+    e_init(&pspec);
+    e_init(&res);
+    e_qty_entry(&res, field, "cpu", qty);
+    e_msg(&pspec, 40, &res); /* PodSpec.resources */
+    e_workload(&raw, 3, &pspec);
+    rc = decode_env("apps/v1", "ReplicaSet", &raw, &json, err, err_len);
+    free(json);
+    return rc;
+}
+
+/* Values Go's decoder or encoder refuses are 400s, with the field named. */
+Test(proto, bad_quantity_intorstr_and_packed_list_are_eproto)
+{
+    static const char *const bad_quantities[] = {"", "abc", "1Xi", "1e", "1e+", "--1", ".", "1.5x"};
+    static const char *const good_quantities[] = {"0", "+1", "-2.5", ".5", "1.", "100m", "1e3",
+                                                  "2E-2", "5Ki", "1Ei", "3n"};
+    struct enc raw, spec, port, packed, psc;
+    char *json;
+    char err[256];
+
+    for (size_t i = 0; i < sizeof(bad_quantities) / sizeof(bad_quantities[0]); i++) {
+        cr_assert_eq(decode_quantity(1, bad_quantities[i], err, sizeof(err)), -EPROTO, "%s",
+                     bad_quantities[i]);
+        cr_assert(strstr(err, "limits: quantities must match") != NULL, "%s", err);
+    }
+    for (size_t i = 0; i < sizeof(good_quantities) / sizeof(good_quantities[0]); i++) {
+        cr_assert_eq(decode_quantity(2, good_quantities[i], err, sizeof(err)), 0, "%s: %s",
+                     good_quantities[i], err);
+    }
+
+    /* IntOrString type 2 cannot be printed */
+    e_init(&raw);
+    e_init(&spec);
+    e_init(&port);
+    e_intorstr(&port, 4, 2, 80, NULL);
+    e_msg(&spec, 1, &port);
+    e_msg(&raw, 2, &spec);
+    cr_assert_eq(decode_env("v1", "Service", &raw, &json, err, sizeof(err)), -EPROTO);
+    cr_assert(strstr(err, "targetPort: IntOrString type 2") != NULL, "%s", err);
+
+    /* a packed run cut inside a varint, and a repeated int as fixed32 */
+    e_init(&spec);
+    e_init(&psc);
+    e_init(&packed);
+    e_varint(&packed, 1000);
+    e_raw(&packed, "\x80", 1);
+    e_bytes(&psc, 4, packed.b, packed.n);
+    free(packed.b);
+    e_msg(&spec, 14, &psc);
+    e_workload(&raw, 6, &spec);
+    cr_assert_eq(decode_env("batch/v1", "Job", &raw, &json, err, sizeof(err)), -EPROTO);
+    cr_assert_str_eq(err, "PodSecurityContext.supplementalGroups: truncated packed element");
+    e_init(&psc);
+    e_tag(&psc, 4, 5);
+    e_raw(&psc, "1234", 4);
+    e_init(&spec);
+    e_msg(&spec, 14, &psc);
+    e_workload(&raw, 6, &spec);
+    cr_assert_eq(decode_env("batch/v1", "Job", &raw, &json, err, sizeof(err)), -EPROTO);
+    cr_assert_str_eq(err, "PodSecurityContext.supplementalGroups: wire type 5 does not match the "
+                          "schema");
+}
+
+/* Packed integers count toward PROTO_MAX_ITEMS like any list element. */
+Test(proto, packed_integers_count_toward_the_item_limit)
+{
+    struct enc raw, spec, psc, packed;
+    char *json;
+    char err[256];
+
+    e_init(&packed);
+    for (unsigned i = 0; i <= PROTO_MAX_ITEMS; i++) {
+        e_varint(&packed, i);
+    }
+    e_init(&psc);
+    e_bytes(&psc, 4, packed.b, packed.n);
+    free(packed.b);
+    e_init(&spec);
+    e_msg(&spec, 14, &psc);
+    e_workload(&raw, 3, &spec);
+    cr_assert_eq(decode_env("apps/v1", "Deployment", &raw, &json, err, sizeof(err)), -EPROTO);
+    cr_assert(strstr(err, "map entries and list elements") != NULL, "%s", err);
+}
+
+/* ---- proto_order ---------------------------------------------------------------------------- */
+
+Test(proto, order_puts_members_in_go_order_and_sorts_maps)
+{
+    cJSON *obj = cJSON_Parse(
+        "{\"status\":{},\"extra\":1,\"spec\":{\"template\":{\"spec\":{\"volumes\":[{\"configMap\":"
+        "{\"defaultMode\":420,\"name\":\"c\"},\"name\":\"v\"}],\"containers\":[{\"image\":\"i\","
+        "\"livenessProbe\":{\"periodSeconds\":10,\"httpGet\":{\"port\":80,\"path\":\"/\"}},"
+        "\"name\":\"c\",\"x-unknown\":true}]},\"metadata\":{\"labels\":{\"b\":\"2\",\"a\":"
+        "\"1\",\"B\":\"0\"}}},\"replicas\":1},\"metadata\":{\"labels\":{\"z\":\"1\",\"a\":\"2\"},"
+        "\"name\":\"d\"},\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\"}");
+    char *json;
+
+    cr_assert(proto_order(obj));
+    json = cJSON_PrintUnformatted(obj);
+    cr_assert_str_eq(
+        json,
+        "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"d\","
+        "\"labels\":{\"a\":\"2\",\"z\":\"1\"}},\"spec\":{\"replicas\":1,\"template\":{"
+        "\"metadata\":{\"labels\":{\"B\":\"0\",\"a\":\"1\",\"b\":\"2\"}},\"spec\":{\"volumes\":"
+        "[{\"name\":\"v\",\"configMap\":{\"name\":\"c\",\"defaultMode\":420}}],\"containers\":[{"
+        "\"name\":\"c\",\"image\":\"i\",\"livenessProbe\":{\"httpGet\":{\"path\":\"/\","
+        "\"port\":80},\"periodSeconds\":10},\"x-unknown\":true}]}}},\"status\":{},\"extra\":1}");
+    free(json);
+    cJSON_Delete(obj);
+
+    obj = cJSON_Parse("{\"kind\":\"StatefulSet\",\"apiVersion\":\"apps/v1\"}");
+    cr_assert_not(proto_order(obj));
+    cJSON_Delete(obj);
+    obj = cJSON_Parse("{\"kind\":\"Deployment\"}");
+    cr_assert_not(proto_order(obj));
+    cJSON_Delete(obj);
+    obj = cJSON_Parse("[1]");
+    cr_assert_not(proto_order(obj));
+    cJSON_Delete(obj);
+}
+
 /* ---- what it refuses ------------------------------------------------------------------------ */
 
 Test(proto, other_kinds_and_versions_are_enotsup)
@@ -531,8 +1028,10 @@ Test(proto, other_kinds_and_versions_are_enotsup)
     char err[128];
 
     e_init(&raw);
-    cr_assert_eq(decode_env("apps/v1", "Deployment", &raw, &json, err, sizeof(err)), -ENOTSUP);
-    cr_assert_str_eq(err, "no protobuf decoder for apiVersion \"apps/v1\" kind \"Deployment\"");
+    cr_assert_eq(decode_env("apps/v1", "StatefulSet", &raw, &json, err, sizeof(err)), -ENOTSUP);
+    cr_assert_str_eq(err, "no protobuf decoder for apiVersion \"apps/v1\" kind \"StatefulSet\"");
+    e_init(&raw);
+    cr_assert_eq(decode_env("v1", "Deployment", &raw, &json, NULL, 0), -ENOTSUP);
     e_init(&raw);
     cr_assert_eq(decode_env("v1", "Pod", &raw, &json, NULL, 0), -ENOTSUP);
     e_init(&raw);
