@@ -30,32 +30,52 @@
 
 #define HTTP_MAX_QUERY 64
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
+#define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
+#define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
+#define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
+#define HTTP_STREAM_BLOCK_CHUNKED 16       /* MHD's block for a chunked stream: unused */
+#define HTTP_STREAM_BLOCK_PLAIN (16 * 1024) /* a stream sent without chunking */
 
 struct http_server {
     struct MHD_Daemon *d;
     http_handle_fn *handle;
     void *app;
     size_t max_body;
+    size_t pool;       /* per-connection pool bytes (MHD_OPTION_CONNECTION_MEMORY_LIMIT) */
     char url[128];
     atomic_uint active;
     char *tls_cert; /* PEM, kept for the daemon's lifetime */
     char *tls_key;
 };
 
+/* An extra response header, copied; freed once the reply is queued. */
+struct http_hdr {
+    char *name;
+    char *value;
+};
+
+/*
+ * One request. Everything a request keeps while it streams for hours is here and in the
+ * app's state, so it is sized to what the request holds: the method, path and decoded query
+ * pairs live in one allocation with the struct (<strs>), extra response headers exist only
+ * between http_req_add_header and the reply, and the body only for requests that send one.
+ */
 struct http_req {
     struct http_server *srv;
     struct MHD_Connection *conn;
-    char *method;
-    char *path;
-    struct k8s_query_kv query[HTTP_MAX_QUERY];
+    const char *method;          /* into strs */
+    const char *path;            /* into strs */
+    struct k8s_query_kv *query;  /* n_query pairs, into strs */
     size_t n_query;
     bool query_overflow;
-    char *body;
-    size_t body_len;
-    size_t body_cap;
     bool body_too_large;
     bool replied;
     bool suspended;
+    bool chunked; /* HTTP/1.1 without "Connection: close": a stream goes out chunked */
+    size_t pool_need; /* pool bytes the request itself occupies (request_pool_bytes) */
+    char *body;
+    size_t body_len;
+    size_t body_cap;
     int64_t start_ms;
     void *state;
     http_state_free_fn *state_free;
@@ -64,11 +84,9 @@ struct http_req {
     http_state_free_fn *owner_free;
     http_stream_fn *stream_fn;
     void *stream_ctx;
-    struct {
-        char *name;
-        char *value;
-    } hdr[HTTP_MAX_EXTRA_HEADERS];
+    struct http_hdr *hdr; /* HTTP_MAX_EXTRA_HEADERS slots, allocated on the first add */
     size_t n_hdr;
+    _Alignas(struct k8s_query_kv) char strs[]; /* query pairs, then NUL-terminated strings */
 };
 
 /* ---- small helpers ------------------------------------------------------------------- */
@@ -134,19 +152,126 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
     log_ratelimited(&rl, 1000, LOG_LEVEL_DEBUG, "http", "msg=\"%s\"", msg);
 }
 
+/* Sizes the query (pairs kept, string bytes) on a first pass, copies it on a second. */
+struct arg_pass {
+    struct http_req *req; /* NULL on the sizing pass */
+    size_t n;
+    size_t bytes;
+    bool overflow;
+    char *next; /* where the next string goes (copy pass) */
+};
+
+static const char *arg_copy(struct arg_pass *a, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *dst = a->next;
+
+    memcpy(dst, s, len);
+    a->next += len;
+    return dst;
+}
+
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
-    struct http_req *req = cls;
+    struct arg_pass *a = cls;
 
-    if (req->n_query >= HTTP_MAX_QUERY) {
-        req->query_overflow = true;
+    if (a->n >= HTTP_MAX_QUERY) {
+        a->overflow = true;
         return MHD_NO;
     }
-    req->query[req->n_query].key = xstrdup(key);
-    req->query[req->n_query].value = value ? xstrdup(value) : NULL;
-    req->n_query++;
+    if (a->req) {
+        a->req->query[a->n].key = arg_copy(a, key);
+        a->req->query[a->n].value = value ? arg_copy(a, value) : NULL;
+    } else {
+        a->bytes += strlen(key) + 1 + (value ? strlen(value) + 1 : 0);
+    }
+    a->n++;
     return MHD_YES;
+}
+
+/* True when header <name> carries the comma-separated token <token> (case-insensitive). */
+static bool header_has_token(struct MHD_Connection *conn, const char *name, const char *token)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    size_t tlen = strlen(token);
+
+    while (v && *v) {
+        size_t len;
+        while (*v == ' ' || *v == '\t' || *v == ',') {
+            v++;
+        }
+        len = strcspn(v, ",");
+        while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t')) {
+            len--;
+        }
+        if (len == tlen && strncasecmp(v, token, tlen) == 0) {
+            return true;
+        }
+        v += strcspn(v, ",");
+    }
+    return false;
+}
+
+static enum MHD_Result add_item_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    size_t *bytes = cls;
+
+    *bytes += strlen(key) + (value ? strlen(value) : 0) + 4 + HTTP_POOL_PER_ITEM;
+    return MHD_YES;
+}
+
+/*
+ * About how much of the connection's pool the request occupies: MHD keeps the request line
+ * and headers in it for the whole request, plus a record per header and per query pair.
+ * The reply needs the rest (its headers; for a stream, its write buffer). A request that
+ * leaves too little would make MHD close the connection without any answer.
+ */
+static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method,
+                                 const char *url)
+{
+    size_t bytes = strlen(method) + strlen(url) + sizeof(" HTTP/1.1\r\n\r\n");
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, add_item_size,
+                              &bytes);
+    return bytes;
+}
+
+/* The request's struct with its method, path and query copied in (one allocation). */
+static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *conn,
+                                const char *url, const char *method, const char *version)
+{
+    struct arg_pass a = {0};
+    size_t mlen = strlen(method) + 1, ulen = strlen(url) + 1;
+    struct http_req *req;
+
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+    req = xcalloc(1, sizeof(*req) + a.n * sizeof(struct k8s_query_kv) + a.bytes + mlen + ulen);
+    req->srv = srv;
+    req->conn = conn;
+    req->query = (struct k8s_query_kv *)(void *)req->strs;
+    req->query_overflow = a.overflow;
+    a = (struct arg_pass){.req = req, .next = req->strs + a.n * sizeof(struct k8s_query_kv)};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+    req->n_query = a.n;
+    req->method = arg_copy(&a, method);
+    req->path = arg_copy(&a, url);
+    req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+                   !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
+    req->start_ms = clock_mono_ms();
+    return req;
+}
+
+static void req_free_headers(struct http_req *req)
+{
+    for (size_t i = 0; i < req->n_hdr; i++) {
+        free(req->hdr[i].name);
+        free(req->hdr[i].value);
+    }
+    free(req->hdr);
+    req->hdr = NULL;
+    req->n_hdr = 0;
 }
 
 static void req_free(struct http_req *req)
@@ -157,16 +282,7 @@ static void req_free(struct http_req *req)
     if (req->owner_free) {
         req->owner_free(req->owner_ctx);
     }
-    for (size_t i = 0; i < req->n_query; i++) {
-        free((char *)req->query[i].key);
-        free((char *)req->query[i].value);
-    }
-    for (size_t i = 0; i < req->n_hdr; i++) {
-        free(req->hdr[i].name);
-        free(req->hdr[i].value);
-    }
-    free(req->method);
-    free(req->path);
+    req_free_headers(req);
     free(req->body);
     free(req);
 }
@@ -182,13 +298,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct http_req *req = *req_cls;
 
     if (!req) {
-        req = xcalloc(1, sizeof(*req));
-        req->srv = srv;
-        req->conn = conn;
-        req->method = xstrdup(method);
-        req->path = xstrdup(url);
-        req->start_ms = clock_mono_ms();
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, req);
+        req = req_new(srv, conn, url, method, version);
+        req->pool_need = request_pool_bytes(conn, method, url);
         *req_cls = req;
         atomic_fetch_add(&srv->active, 1);
         return MHD_YES;
@@ -225,6 +336,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         struct kstatus st;
         kstatus_set(&st, 413, "RequestEntityTooLarge", "Request entity too large: limit is %zu",
                     srv->max_body);
+        http_reply_status(req, &st);
+        return MHD_YES;
+    }
+    if (req->pool_need + HTTP_POOL_HEADROOM > srv->pool) {
+        struct kstatus st;
+        kstatus_set(&st, 431, NULL,
+                    "request headers too large: about %zu bytes of the %zu this server keeps "
+                    "per connection (--conn-memory) are needed for the request alone",
+                    req->pool_need, srv->pool);
         http_reply_status(req, &st);
         return MHD_YES;
     }
@@ -343,18 +463,37 @@ static char *read_pem(const char *path, char *err, size_t err_len)
     return buf;
 }
 
-/* Watchers are connections: raise the open-file limit to the hard limit. */
-static void raise_nofile(unsigned want)
+/*
+ * Watchers are connections, each a descriptor: raises the soft open-file limit up to the
+ * hard one as far as <want> connections need, and returns how many connections the limit
+ * allows (<want> when it is enough), saying so in the log when it is not.
+ */
+static unsigned nofile_connections(unsigned want)
 {
     struct rlimit rl;
+    rlim_t need = (rlim_t)want + HTTP_FD_SLACK;
+    unsigned allowed;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
-        return;
+        return want;
     }
-    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < (rlim_t)want + 64) {
-        rl.rlim_cur = rl.rlim_max;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
         (void)setrlimit(RLIMIT_NOFILE, &rl);
+        (void)getrlimit(RLIMIT_NOFILE, &rl);
     }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
+        return want;
+    }
+    allowed = rl.rlim_cur > 2 * HTTP_FD_SLACK ? (unsigned)(rl.rlim_cur - HTTP_FD_SLACK)
+                                              : HTTP_FD_SLACK;
+    log_warn("http",
+             "max_connections=%u wanted=%u nofile_soft=%llu nofile_hard=%llu msg=\"the open-file "
+             "limit caps downstream connections (watches); raise the hard limit (ulimit -Hn, "
+             "systemd LimitNOFILE=, a container's nofile ulimit) for more\"",
+             allowed, want, (unsigned long long)rl.rlim_cur,
+             rl.rlim_max == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_max);
+    return allowed;
 }
 
 struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
@@ -370,17 +509,11 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     char host[64];
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
-    struct rlimit rl;
 
     if (parse_listen(opts->listen, &sa, err, err_len) != 0) {
         return NULL;
     }
-    raise_nofile(max_conn);
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)max_conn + 64) {
-        max_conn = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
-        log_info("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
-    }
+    max_conn = nofile_connections(max_conn);
     if ((opts->tls_cert_file != NULL) != (opts->tls_key_file != NULL)) {
         snprintf(err, err_len, "https needs both a certificate and a key file");
         return NULL;
@@ -389,6 +522,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     srv->handle = handle;
     srv->app = app;
     srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
+    srv->pool = pool;
     if (opts->tls_cert_file) {
         srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
         srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
@@ -549,6 +683,9 @@ void http_req_add_header(struct http_req *req, const char *name, const char *val
     if (req->n_hdr >= HTTP_MAX_EXTRA_HEADERS) {
         return;
     }
+    if (!req->hdr) {
+        req->hdr = xcalloc(HTTP_MAX_EXTRA_HEADERS, sizeof(*req->hdr));
+    }
     req->hdr[req->n_hdr].name = xstrdup(name);
     req->hdr[req->n_hdr].value = xstrdup(value);
     req->n_hdr++;
@@ -590,6 +727,7 @@ static void queue(struct http_req *req, int code, const char *content_type,
     if (code >= 400) {
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     }
+    req_free_headers(req); /* MHD copied them */
     req->replied = true;
     if (MHD_queue_response(req->conn, (unsigned)code, resp) != MHD_YES) {
         log_warn("http", "path=%s code=%d msg=\"cannot queue response\"", req->path, code);
@@ -698,7 +836,13 @@ void http_reply_stream(struct http_req *req, int code, const char *content_type,
 
     req->stream_fn = fn;
     req->stream_ctx = ctx;
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_reader, req, NULL);
+    /* A chunked stream is read straight into the connection's write buffer (its pool), so
+     * the response's own block is never used: keep it minimal, it lives as long as the
+     * watch. Without chunking (HTTP/1.0, Connection: close) MHD reads into that block. */
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+                                             req->chunked ? HTTP_STREAM_BLOCK_CHUNKED
+                                                          : HTTP_STREAM_BLOCK_PLAIN,
+                                             stream_reader, req, NULL);
     queue(req, code, content_type, resp);
 }
 
