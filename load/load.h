@@ -33,7 +33,7 @@ int load_resource_path(const char *prefix, const char *resource, const char *ns,
  * Expands --source-ips into local addresses to connect from. Each of the <n> items is an
  * address ("127.0.0.2", "::1") or an inclusive IPv4 range ("127.0.0.1-127.0.0.8"); a single
  * item may instead be a count "N" (N loopback addresses from 127.0.0.1) or "auto" (as many
- * loopback addresses from 127.0.0.1 as <conns> connections need at <ports> local ports per
+ * loopback addresses from 127.0.0.1 as <conns> connections need at <ports> connections per
  * address). Counts and "auto" need an IPv4 loopback <target>; every address must be of the
  * target's family. Writes at most <cap> addresses (port 0) to <out>.
  * Returns how many, or -EINVAL with a one-line reason in <err>.

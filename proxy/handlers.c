@@ -150,6 +150,7 @@ struct hreq {
     char *wbuf;           /* the server's write buffer as last lent to watch_read */
     size_t wbuf_dirty;    /* bytes at its start that may hold resident pages */
     int64_t last_data_ms; /* when watch_read last returned bytes */
+    bool released;        /* the write buffer was released once (watch_quiet) */
     /* negotiation and bodies */
     struct neg neg;
     bool table_hdr_sent; /* watch Tables: columnDefinitions only on the first event */
@@ -2634,8 +2635,10 @@ static void watch_set_due(struct hreq *h)
 
 /*
  * A watch about to suspend. The server's write buffer (most of the connection's memory
- * pool) stays resident once written, although an idle watch needs none of it: when nothing
- * was sent for HANDLERS_RELEASE_IDLE_MS, its whole pages go back to the kernel
+ * pool) stays resident once written (libmicrohttpd also zeroes the whole pool between two
+ * requests of a connection), although an idle watch needs none of it: at its first suspend,
+ * and later when nothing was sent for HANDLERS_RELEASE_IDLE_MS, its whole pages go back to
+ * the kernel
  * (MADV_DONTNEED: they read as zeros, and are faulted in again by the next write). The
  * bytes are ours to overwrite until we return, and we return 0, so nothing is lost; the tick
  * wakes the watch at that moment when no event does sooner.
@@ -2645,7 +2648,7 @@ static void watch_quiet(struct hreq *h, int64_t now)
     if (h->wbuf_dirty == 0) {
         return;
     }
-    if (now - h->last_data_ms >= HANDLERS_RELEASE_IDLE_MS) {
+    if (!h->released || now - h->last_data_ms >= HANDLERS_RELEASE_IDLE_MS) {
         uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
         uintptr_t lo = ((uintptr_t)h->wbuf + page - 1) & ~(page - 1);
         uintptr_t hi = ((uintptr_t)h->wbuf + h->wbuf_dirty) & ~(page - 1);
@@ -2653,6 +2656,7 @@ static void watch_quiet(struct hreq *h, int64_t now)
             (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
         }
         h->wbuf_dirty = 0;
+        h->released = true;
     }
     watch_set_due(h);
 }
