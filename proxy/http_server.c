@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -30,11 +32,27 @@
 
 #define HTTP_MAX_QUERY 64
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
+#define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
+#define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
+#define HTTP_LISTEN_BACKLOG 4096    /* capped by net.core.somaxconn */
 #define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
 #define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
 #define HTTP_STREAM_BLOCK_CHUNKED 16       /* MHD's block for a chunked stream: unused */
 #define HTTP_STREAM_BLOCK_PLAIN (16 * 1024) /* a stream sent without chunking */
+
+/* Stream resumes gathered by http_resume_batched and issued together by the flusher. */
+struct resume_batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct http_req **q; /* under mu */
+    size_t n, cap;       /* under mu */
+    bool stop;           /* under mu */
+    int64_t last_ns;     /* flusher only: when the last batch went out */
+    int64_t interval_ns; /* read-only: at most one batch per interval */
+    pthread_t thread;
+    bool started;
+};
 
 struct http_server {
     struct MHD_Daemon *d;
@@ -42,10 +60,16 @@ struct http_server {
     void *app;
     size_t max_body;
     size_t pool;       /* per-connection pool bytes (MHD_OPTION_CONNECTION_MEMORY_LIMIT) */
+    unsigned max_conn; /* connections MHD holds at most */
     char url[128];
     atomic_uint active;
     char *tls_cert; /* PEM, kept for the daemon's lifetime */
     char *tls_key;
+    int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
+    int wake_fd;         /* eventfd that stops the acceptor */
+    pthread_t acceptor;
+    bool acceptor_started;
+    struct resume_batch rb;
 };
 
 /* An extra response header, copied; freed once the reply is queued. */
@@ -90,6 +114,14 @@ struct http_req {
 };
 
 /* ---- small helpers ------------------------------------------------------------------- */
+
+static int64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static _Thread_local uint64_t rng_state;
 
@@ -496,19 +528,193 @@ static unsigned nofile_connections(unsigned want)
     return allowed;
 }
 
+/*
+ * The acceptor. libmicrohttpd accepts at most 10 connections per turn of a worker's event
+ * loop, and a turn serves every ready connection once: with thousands of busy watches a turn
+ * lasts tens of milliseconds, the kernel's accept queue overflows and new clients wait for
+ * SYN retransmits (1 s, 3 s, 7 s...) while the watches already open keep the workers busy.
+ * So this thread accepts as fast as connections come and hands each to a worker
+ * (MHD_add_connection, which wakes it); at the connection limit it leaves them queued.
+ */
+static void *acceptor_main(void *arg)
+{
+    struct http_server *srv = arg;
+    struct pollfd pfd[2] = {{srv->listen_fd, POLLIN, 0}, {srv->wake_fd, POLLIN, 0}};
+
+    for (;;) {
+        if (poll(pfd, 2, -1) == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            log_error("http", "msg=\"acceptor poll failed: %s\"", strerror(errno));
+            return NULL;
+        }
+        if (pfd[1].revents != 0) {
+            return NULL; /* http_server_quiesce */
+        }
+        for (unsigned i = 0; i < HTTP_ACCEPT_BATCH; i++) {
+            struct sockaddr_storage ss;
+            socklen_t len = sizeof(ss);
+            const union MHD_DaemonInfo *info =
+                MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+            int fd, err;
+
+            if (info && info->num_connections >= srv->max_conn) {
+                struct timespec ts = {0, HTTP_ACCEPT_FULL_WAIT_MS * 1000000L};
+                nanosleep(&ts, NULL); /* full: clients wait in the backlog */
+                break;
+            }
+            /* MHD_add_connection makes it non-blocking and non-inheritable */
+            fd = accept(srv->listen_fd, (struct sockaddr *)&ss, &len);
+            if (fd == -1) {
+                static struct log_ratelimit rl;
+                err = errno;
+                if (err == EAGAIN || err == EWOULDBLOCK) {
+                    break;
+                }
+                if (err == EINTR || err == ECONNABORTED) {
+                    continue;
+                }
+                log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http", "msg=\"accept failed: %s\"",
+                                strerror(err));
+                if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                    struct timespec ts = {0, HTTP_ACCEPT_FULL_WAIT_MS * 1000000L};
+                    nanosleep(&ts, NULL);
+                }
+                break;
+            }
+            if (MHD_add_connection(srv->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES) {
+                static struct log_ratelimit rl;
+                log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http",
+                                "msg=\"connection refused by the server: %s\"", strerror(errno));
+            }
+        }
+    }
+}
+
+/* Binds and listens; returns the socket or -1 with a message in <err>. */
+static int listen_on(const char *listen_str, struct sockaddr_in *sa, char *err, size_t err_len)
+{
+    int one = 1, e;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(*sa);
+
+    if (fd == -1) {
+        e = errno;
+        snprintf(err, err_len, "cannot listen on %s: %s", listen_str, strerror(e));
+        return -1;
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1 ||
+        listen(fd, HTTP_LISTEN_BACKLOG) == -1 ||
+        getsockname(fd, (struct sockaddr *)sa, &len) == -1) {
+        e = errno;
+        snprintf(err, err_len, "cannot listen on %s: %s", listen_str, strerror(e));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * Batched resumes. Every event wakes every watch it concerns, and each resume costs a
+ * system call on the waking thread plus a separate write on the worker: at 10,000 watches
+ * x 100 events/s that is a million of each per second, one event per write. Gathering the
+ * resumes of stream watches and issuing them at most once per interval makes every write
+ * carry the events of that interval, and costs an idle server nothing: the first wake after
+ * a quiet interval goes out at once.
+ */
+static void *flusher_main(void *arg)
+{
+    struct resume_batch *rb = arg;
+    struct http_req **local = NULL;
+    size_t local_cap = 0;
+
+    pthread_mutex_lock(&rb->mu);
+    for (;;) {
+        size_t n;
+        int64_t now, wait;
+
+        while (rb->n == 0 && !rb->stop) {
+            pthread_cond_wait(&rb->cv, &rb->mu);
+        }
+        if (rb->n == 0) {
+            break; /* stopped, nothing left */
+        }
+        now = clock_mono_ns();
+        wait = rb->last_ns + rb->interval_ns - now;
+        if (wait > 0 && !rb->stop) {
+            struct timespec ts = {wait / 1000000000L, wait % 1000000000L};
+            pthread_mutex_unlock(&rb->mu);
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&rb->mu);
+            continue;
+        }
+        if (local_cap < rb->n) {
+            local_cap = rb->cap;
+            local = xrealloc(local, local_cap * sizeof(*local));
+        }
+        n = rb->n;
+        memcpy(local, rb->q, n * sizeof(*local));
+        rb->n = 0;
+        rb->last_ns = now;
+        pthread_mutex_unlock(&rb->mu);
+        for (size_t i = 0; i < n; i++) {
+            MHD_resume_connection(local[i]->conn);
+        }
+        pthread_mutex_lock(&rb->mu);
+    }
+    pthread_mutex_unlock(&rb->mu);
+    free(local);
+    return NULL;
+}
+
+/* Issues every queued resume and ends the flusher (before MHD_stop_daemon). */
+static void flusher_stop(struct resume_batch *rb)
+{
+    if (!rb->started) {
+        return;
+    }
+    pthread_mutex_lock(&rb->mu);
+    rb->stop = true;
+    pthread_cond_signal(&rb->cv);
+    pthread_mutex_unlock(&rb->mu);
+    pthread_join(rb->thread, NULL);
+    rb->started = false;
+}
+
+static void srv_free(struct http_server *srv)
+{
+    flusher_stop(&srv->rb);
+    if (srv->d) {
+        MHD_stop_daemon(srv->d);
+    }
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+    }
+    if (srv->wake_fd >= 0) {
+        close(srv->wake_fd);
+    }
+    pthread_mutex_destroy(&srv->rb.mu);
+    pthread_cond_destroy(&srv->rb.cv);
+    free(srv->rb.q);
+    free(srv->tls_cert);
+    free(srv->tls_key);
+    free(srv);
+}
+
 struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
                                       void *app, char *err, size_t err_len)
 {
     struct http_server *srv;
     struct sockaddr_in sa;
-    const union MHD_DaemonInfo *info;
     unsigned threads = opts->threads ? opts->threads : 1;
     unsigned max_conn = opts->max_connections ? opts->max_connections
                                               : HTTP_DEFAULT_MAX_CONNECTIONS;
     size_t pool = opts->conn_memory ? opts->conn_memory : HTTP_DEFAULT_CONN_MEMORY;
     char host[64];
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 
     if (parse_listen(opts->listen, &sa, err, err_len) != 0) {
         return NULL;
@@ -523,26 +729,38 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     srv->app = app;
     srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
     srv->pool = pool;
+    srv->max_conn = max_conn;
+    srv->listen_fd = -1;
+    srv->wake_fd = -1;
+    pthread_mutex_init(&srv->rb.mu, NULL);
+    pthread_cond_init(&srv->rb.cv, NULL);
+    srv->rb.interval_ns = opts->resume_interval_ms > 0 ? opts->resume_interval_ms * 1000000LL : 0;
     if (opts->tls_cert_file) {
         srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
         srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
         if (!srv->tls_key) {
-            free(srv->tls_cert);
-            free(srv);
+            srv_free(srv);
             return NULL;
         }
         flags |= MHD_USE_TLS;
+    }
+    srv->listen_fd = listen_on(opts->listen, &sa, err, err_len);
+    srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (srv->listen_fd < 0 || srv->wake_fd < 0) {
+        if (srv->listen_fd >= 0) {
+            snprintf(err, err_len, "eventfd: %s", strerror(errno));
+        }
+        srv_free(srv);
+        return NULL;
     }
     {
         struct MHD_OptionItem ops[16];
         size_t n = 0;
 #define OPT(o, v, p) ops[n++] = (struct MHD_OptionItem){o, (intptr_t)(v), p}
         OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, NULL);
-        OPT(MHD_OPTION_SOCK_ADDR, 0, &sa);
         OPT(MHD_OPTION_CONNECTION_LIMIT, max_conn, NULL);
         OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, NULL);
         OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
-        OPT(MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL);
         OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv);
         if (threads > 1) {
             OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
@@ -557,18 +775,27 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
                                   MHD_OPTION_END);
     }
     if (!srv->d) {
-        snprintf(err, err_len, "cannot listen on %s: %s", opts->listen,
+        snprintf(err, err_len, "cannot start the HTTP server on %s: %s", opts->listen,
                  errno ? strerror(errno) : "MHD_start_daemon failed");
-        free(srv->tls_cert);
-        free(srv->tls_key);
-        free(srv);
+        srv_free(srv);
         return NULL;
     }
-    info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (pthread_create(&srv->rb.thread, NULL, flusher_main, &srv->rb) != 0) {
+        snprintf(err, err_len, "cannot start the resume thread");
+        srv_free(srv);
+        return NULL;
+    }
+    srv->rb.started = true;
+    if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
+        snprintf(err, err_len, "cannot start the accept thread");
+        srv_free(srv);
+        return NULL;
+    }
+    srv->acceptor_started = true;
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
     snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->tls_cert ? "https" : "http",
              sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
-             info ? (unsigned)info->port : (unsigned)ntohs(sa.sin_port));
+             (unsigned)ntohs(sa.sin_port));
     return srv;
 }
 
@@ -579,9 +806,16 @@ const char *http_server_url(const struct http_server *srv)
 
 void http_server_quiesce(struct http_server *srv)
 {
-    MHD_socket s = MHD_quiesce_daemon(srv->d);
-    if (s != MHD_INVALID_SOCKET) {
-        close(s);
+    uint64_t one = 1;
+
+    if (srv->acceptor_started) {
+        (void)!write(srv->wake_fd, &one, sizeof(one));
+        pthread_join(srv->acceptor, NULL);
+        srv->acceptor_started = false;
+    }
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd); /* new clients are refused from now on */
+        srv->listen_fd = -1;
     }
 }
 
@@ -590,10 +824,8 @@ void http_server_stop(struct http_server *srv)
     if (!srv) {
         return;
     }
-    MHD_stop_daemon(srv->d);
-    free(srv->tls_cert);
-    free(srv->tls_key);
-    free(srv);
+    http_server_quiesce(srv);
+    srv_free(srv); /* queued resumes go out before MHD_stop_daemon */
 }
 
 unsigned http_server_active(const struct http_server *srv)
@@ -860,4 +1092,25 @@ void http_stream_suspend(struct http_req *req)
 void http_resume(struct http_req *req)
 {
     MHD_resume_connection(req->conn);
+}
+
+void http_resume_batched(struct http_req *req)
+{
+    struct resume_batch *rb = &req->srv->rb;
+
+    pthread_mutex_lock(&rb->mu);
+    if (rb->stop) { /* shutting down: the flusher is gone or going */
+        pthread_mutex_unlock(&rb->mu);
+        MHD_resume_connection(req->conn);
+        return;
+    }
+    if (rb->n == rb->cap) {
+        rb->cap = rb->cap ? rb->cap * 2 : 1024;
+        rb->q = xrealloc(rb->q, rb->cap * sizeof(*rb->q));
+    }
+    rb->q[rb->n++] = req;
+    if (rb->n == 1) {
+        pthread_cond_signal(&rb->cv);
+    }
+    pthread_mutex_unlock(&rb->mu);
 }
