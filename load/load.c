@@ -331,7 +331,7 @@ int load_sources_parse(const char *const *items, size_t n, const struct sockaddr
         if (is_count) {
             count = strtoull(items[0], NULL, 10);
         } else {
-            count = ports > 0 ? (conns + ports - 1) / ports : 1;
+            count = ports > 0 && conns > ports ? (conns + ports - 1) / ports : 1;
         }
         if (count == 0 || count > cap || count > 0xFFFFFE) {
             snprintf(err, err_len, "--source-ips: a count from 1 to %zu", cap);
