@@ -61,20 +61,8 @@ static void nap(long ms)
 
 static void srv_start(struct srv *s, const char *cmd, const char *const *args)
 {
-    const char *argv[48];
-    size_t n = 0;
-
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = cmd;
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    for (size_t i = 0; args && args[i]; i++) {
-        cr_assert_lt(n, 46u);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
+    s->p = proc_spawn_kwp(cmd, args, NULL, s->url, sizeof(s->url));
     cr_assert_not_null(s->p, "could not start kwp %s", cmd);
 }
 

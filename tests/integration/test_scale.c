@@ -55,26 +55,12 @@ static void nap_ms(long ms)
 /* kwp <cmd> --listen 127.0.0.1:0 [--upstream <up>] <args...>; a proxy is waited ready. */
 static void start(struct srv *s, const char *cmd, const char *up, const char *const *args)
 {
-    const char *argv[40];
-    size_t n = 0;
+    const char *upstream[] = {"--upstream", up, NULL};
     uint64_t end;
     long code = 0;
 
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = cmd;
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    if (up) {
-        argv[n++] = "--upstream";
-        argv[n++] = up;
-    }
-    for (size_t i = 0; args && args[i]; i++) {
-        cr_assert_lt(n, 38u);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
+    s->p = proc_spawn_kwp(cmd, up ? upstream : NULL, args, s->url, sizeof(s->url));
     cr_assert_not_null(s->p, "could not start kwp %s", cmd);
     if (!up) {
         return;
