@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -35,6 +36,9 @@
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
 #define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
 #define HTTP_LISTEN_BACKLOG 4096    /* capped by net.core.somaxconn */
+#define HTTP_TRIM_QUIET_MS 2000     /* trim_after_burst: no new client for this long, or */
+#define HTTP_TRIM_BURST 4096        /* ... this many since the last trim, and */
+#define HTTP_TRIM_MIN_INTERVAL_MS 10000 /* ... this long since it */
 #define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
 #define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
@@ -536,13 +540,40 @@ static unsigned nofile_connections(unsigned want)
  * So this thread accepts as fast as connections come and hands each to a worker
  * (MHD_add_connection, which wakes it); at the connection limit it leaves them queued.
  */
+/*
+ * Heap pages freed after a burst of new clients. A burst leaves the heap full of holes
+ * (each new watch's LIST reply lived for a moment), and glibc keeps those pages resident:
+ * at 2,000 watches arriving at once they doubled the memory per idle watch. Once the burst
+ * is over (no new connection for a while), malloc_trim gives the free pages back.
+ */
+static void trim_after_burst(unsigned *accepted, int64_t *last_accept_ms, int64_t *last_trim_ms)
+{
+    int64_t now = clock_mono_ms();
+
+    if (*accepted == 0) {
+        return;
+    }
+    if (now - *last_accept_ms >= HTTP_TRIM_QUIET_MS ||
+        (*accepted >= HTTP_TRIM_BURST && now - *last_trim_ms >= HTTP_TRIM_MIN_INTERVAL_MS)) {
+#ifdef __GLIBC__
+        (void)malloc_trim(0);
+#endif
+        *accepted = 0;
+        *last_trim_ms = now;
+    }
+}
+
 static void *acceptor_main(void *arg)
 {
     struct http_server *srv = arg;
     struct pollfd pfd[2] = {{srv->listen_fd, POLLIN, 0}, {srv->wake_fd, POLLIN, 0}};
+    unsigned accepted = 0;
+    int64_t last_accept_ms = 0, last_trim_ms = 0;
 
     for (;;) {
-        if (poll(pfd, 2, -1) == -1) {
+        int ready = poll(pfd, 2, HTTP_TRIM_QUIET_MS);
+
+        if (ready == -1) {
             if (errno == EINTR) {
                 continue;
             }
@@ -551,6 +582,10 @@ static void *acceptor_main(void *arg)
         }
         if (pfd[1].revents != 0) {
             return NULL; /* http_server_quiesce */
+        }
+        trim_after_burst(&accepted, &last_accept_ms, &last_trim_ms);
+        if (ready == 0) {
+            continue;
         }
         for (unsigned i = 0; i < HTTP_ACCEPT_BATCH; i++) {
             struct sockaddr_storage ss;
@@ -583,6 +618,8 @@ static void *acceptor_main(void *arg)
                 }
                 break;
             }
+            accepted++;
+            last_accept_ms = clock_mono_ms();
             if (MHD_add_connection(srv->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES) {
                 static struct log_ratelimit rl;
                 log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http",
