@@ -36,9 +36,9 @@
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
 #define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
 #define HTTP_LISTEN_BACKLOG 4096    /* capped by net.core.somaxconn */
-#define HTTP_TRIM_QUIET_MS 2000     /* trim_after_burst: no new client for this long, or */
-#define HTTP_TRIM_BURST 4096        /* ... this many since the last trim, and */
-#define HTTP_TRIM_MIN_INTERVAL_MS 10000 /* ... this long since it */
+#define HTTP_TRIM_CHECK_MS 1000 /* trim_after_burst: checked at least this often */
+#define HTTP_TRIM_BURST 64      /* ... after this many reply bodies were alive at once */
+#define HTTP_TRIM_RATIO 8       /* ... and all but 1/8 of them are done */
 #define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
 #define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
@@ -67,6 +67,8 @@ struct http_server {
     unsigned max_conn; /* connections MHD holds at most */
     char url[128];
     atomic_uint active;
+    atomic_uint bodies;      /* http_reply_iov bodies alive (LISTs, GETs) */
+    atomic_uint bodies_peak; /* most alive at once since the last trim */
     char *tls_cert; /* PEM, kept for the daemon's lifetime */
     char *tls_key;
     int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
@@ -541,25 +543,22 @@ static unsigned nofile_connections(unsigned want)
  * (MHD_add_connection, which wakes it); at the connection limit it leaves them queued.
  */
 /*
- * Heap pages freed after a burst of new clients. A burst leaves the heap full of holes
- * (each new watch's LIST reply lived for a moment), and glibc keeps those pages resident:
- * at 2,000 watches arriving at once they doubled the memory per idle watch. Once the burst
- * is over (no new connection for a while), malloc_trim gives the free pages back.
+ * Heap pages freed after a burst of replies. A burst of LISTs (every new watch starts with
+ * one) leaves the heap full of holes where their reply buffers lived, and glibc keeps those
+ * pages resident: with 2,000 watches arriving at once they doubled the memory per idle watch.
+ * Once most of the burst's replies are done, malloc_trim gives the free pages back. Checked
+ * by the acceptor at least once a second; costs nothing without bursts.
  */
-static void trim_after_burst(unsigned *accepted, int64_t *last_accept_ms, int64_t *last_trim_ms)
+static void trim_after_burst(struct http_server *srv)
 {
-    int64_t now = clock_mono_ms();
+    unsigned peak = atomic_load(&srv->bodies_peak);
+    unsigned now = atomic_load(&srv->bodies);
 
-    if (*accepted == 0) {
-        return;
-    }
-    if (now - *last_accept_ms >= HTTP_TRIM_QUIET_MS ||
-        (*accepted >= HTTP_TRIM_BURST && now - *last_trim_ms >= HTTP_TRIM_MIN_INTERVAL_MS)) {
+    if (peak >= HTTP_TRIM_BURST && now * HTTP_TRIM_RATIO <= peak) {
 #ifdef __GLIBC__
         (void)malloc_trim(0);
 #endif
-        *accepted = 0;
-        *last_trim_ms = now;
+        atomic_store(&srv->bodies_peak, now);
     }
 }
 
@@ -567,11 +566,9 @@ static void *acceptor_main(void *arg)
 {
     struct http_server *srv = arg;
     struct pollfd pfd[2] = {{srv->listen_fd, POLLIN, 0}, {srv->wake_fd, POLLIN, 0}};
-    unsigned accepted = 0;
-    int64_t last_accept_ms = 0, last_trim_ms = 0;
 
     for (;;) {
-        int ready = poll(pfd, 2, HTTP_TRIM_QUIET_MS);
+        int ready = poll(pfd, 2, HTTP_TRIM_CHECK_MS);
 
         if (ready == -1) {
             if (errno == EINTR) {
@@ -583,7 +580,7 @@ static void *acceptor_main(void *arg)
         if (pfd[1].revents != 0) {
             return NULL; /* http_server_quiesce */
         }
-        trim_after_burst(&accepted, &last_accept_ms, &last_trim_ms);
+        trim_after_burst(srv);
         if (ready == 0) {
             continue;
         }
@@ -618,8 +615,6 @@ static void *acceptor_main(void *arg)
                 }
                 break;
             }
-            accepted++;
-            last_accept_ms = clock_mono_ms();
             if (MHD_add_connection(srv->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES) {
                 static struct log_ratelimit rl;
                 log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http",
@@ -1037,6 +1032,7 @@ void http_reply_status(struct http_req *req, const struct kstatus *st)
 /* A gathered body read piece by piece into MHD's buffer (MHD 0.9.75's own iovec responses
  * abort on more than IOV_MAX pieces, and a list has two per item). */
 struct iovbody {
+    struct http_server *srv;
     struct iovec *iov;
     size_t n;
     size_t idx;
@@ -1073,6 +1069,7 @@ static void iov_free(void *cls)
     if (b->done) {
         b->done(b->ctx);
     }
+    atomic_fetch_sub(&b->srv->bodies, 1);
     free(b->iov);
     free(b);
 }
@@ -1082,6 +1079,7 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
 {
     struct iovbody *b = xcalloc(1, sizeof(*b));
     uint64_t total = 0;
+    unsigned alive;
     struct MHD_Response *resp;
 
     b->iov = xmalloc(sizeof(*iov) * (n ? n : 1));
@@ -1094,6 +1092,11 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
     }
     b->done = done;
     b->ctx = ctx;
+    b->srv = req->srv;
+    alive = atomic_fetch_add(&req->srv->bodies, 1) + 1;
+    if (alive > atomic_load(&req->srv->bodies_peak)) {
+        atomic_store(&req->srv->bodies_peak, alive); /* a lost race only delays a trim */
+    }
     resp = MHD_create_response_from_callback(total, 16 * 1024, iov_reader, b, iov_free);
     queue(req, code, content_type, resp);
 }
