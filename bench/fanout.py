@@ -25,6 +25,7 @@ import math
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -333,7 +334,7 @@ def main():
         a.scenarios = ",".join(s for s in a.scenarios.split(",") if s != "kubectl")
     os.makedirs(a.out, exist_ok=True)
     b = Bench(a)
-    res = {"machine": {"nproc": os.cpu_count()}, "params": dict(vars(a), argv=" ".join(sys.argv[1:])),
+    res = {"machine": {"nproc": os.cpu_count()}, "params": dict(vars(a), argv=shlex.join(sys.argv[1:])),
            "fanout": [], "idle": [], "lists": []}
     keys = ["events_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "sim_cpu_s", "proxy_cpu_s",
             "proxy_rss_kb", "sim_rss_kb", "upstream_watches", "opened", "errors", "per_watcher_min",
@@ -375,7 +376,7 @@ def main():
                                                                        fmt(m["p50_ms"])), flush=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    write_report(a, res, " ".join(sys.argv[1:]))
+    write_report(a, res, shlex.join(sys.argv[1:]))
     shutil.rmtree(b.tmp, ignore_errors=True)
 
 
