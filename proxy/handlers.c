@@ -2635,15 +2635,22 @@ static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
     return rc;
 }
 
-/* Tells the resource when the tick must wake this watch: the next bookmark, the deadline,
- * or the moment its write buffer may be released; only when that moment changes. */
-static void watch_set_due(struct hreq *h)
+/*
+ * Tells the resource when the tick must wake this watch: the next bookmark, the deadline, or
+ * the moment its write buffer may be released. A busy watch would move that last moment at
+ * every suspend, a locked call each time: an earlier wake already armed is kept instead (it
+ * costs one spare wake-up, after which watch_quiet arms the right moment).
+ */
+static void watch_set_due(struct hreq *h, int64_t now)
 {
     int64_t due = h->next_bm_ms && h->next_bm_ms < h->deadline_ms ? h->next_bm_ms
                                                                   : h->deadline_ms;
 
     if (h->wbuf_dirty > 0 && h->last_data_ms + HANDLERS_RELEASE_IDLE_MS < due) {
         due = h->last_data_ms + HANDLERS_RELEASE_IDLE_MS;
+    }
+    if (h->due_ms > now && h->due_ms < due && h->wbuf_dirty > 0) {
+        return;
     }
     if (due != h->due_ms) {
         h->due_ms = due;
@@ -2676,7 +2683,7 @@ static void watch_quiet(struct hreq *h, int64_t now)
         h->wbuf_dirty = 0;
         h->released = true;
     }
-    watch_set_due(h);
+    watch_set_due(h, now);
 }
 
 static void schedule_bookmark(struct hreq *h, int64_t now)
@@ -2692,7 +2699,7 @@ static void schedule_bookmark(struct hreq *h, int64_t now)
     } else {
         h->next_bm_ms = next;
     }
-    watch_set_due(h);
+    watch_set_due(h, now);
 }
 
 static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)

@@ -39,6 +39,7 @@
 #define HTTP_TRIM_CHECK_MS 1000 /* trim_after_burst: checked at least this often */
 #define HTTP_TRIM_BURST 64      /* ... after this many reply bodies were alive at once */
 #define HTTP_TRIM_RATIO 8       /* ... and all but 1/8 of them are done */
+#define HTTP_ROUND_NS 2000000LL /* http_resume_batched: a direct round's wakes, this long */
 #define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
 #define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
@@ -52,7 +53,8 @@ struct resume_batch {
     struct http_req **q; /* under mu */
     size_t n, cap;       /* under mu */
     bool stop;           /* under mu */
-    int64_t last_ns;     /* flusher only: when the last batch went out */
+    int64_t last_ns;     /* under mu: when the last round started */
+    int64_t direct_ns;   /* under mu: wakes until then go out at once (the current round) */
     int64_t interval_ns; /* read-only: at most one batch per interval */
     pthread_t thread;
     bool started;
@@ -690,6 +692,7 @@ static void *flusher_main(void *arg)
         memcpy(local, rb->q, n * sizeof(*local));
         rb->n = 0;
         rb->last_ns = now;
+        rb->direct_ns = 0;
         pthread_mutex_unlock(&rb->mu);
         for (size_t i = 0; i < n; i++) {
             MHD_resume_connection(local[i]->conn);
@@ -1137,9 +1140,16 @@ void http_resume(struct http_req *req)
 void http_resume_batched(struct http_req *req)
 {
     struct resume_batch *rb = &req->srv->rb;
+    int64_t now = clock_mono_ns();
 
     pthread_mutex_lock(&rb->mu);
-    if (rb->stop) { /* shutting down: the flusher is gone or going */
+    if (rb->n == 0 && now - rb->last_ns >= rb->interval_ns) {
+        /* quiet for an interval: a new round starts now, on this thread (no hop through the
+         * flusher); the wakes of the same moment (one event waking many) join it */
+        rb->last_ns = now;
+        rb->direct_ns = now + HTTP_ROUND_NS;
+    }
+    if (rb->stop || (rb->n == 0 && now < rb->direct_ns)) {
         pthread_mutex_unlock(&rb->mu);
         MHD_resume_connection(req->conn);
         return;

@@ -139,10 +139,11 @@ void http_stream_suspend(struct http_req *req);
 void http_resume(struct http_req *req);
 
 /*
- * Like http_resume, but the resume goes out with the others of the same moment: at most
- * once per resume_interval_ms for the whole server (the first after a quiet interval at
- * once), so that a busy stream writes the events of an interval together. For streams whose
- * latency may wait that long (watches); any thread; same ownership rule.
+ * Like http_resume, but wakes go out in rounds, at most one per resume_interval_ms for the
+ * whole server, so that a busy stream writes the events of an interval together. After a
+ * quiet interval a round starts at once on the calling thread (the wakes of the next 2 ms
+ * join it); later wakes wait for the next round, issued by the server's resume thread. For
+ * streams whose latency may wait that long (watches); any thread; same ownership rule.
  */
 void http_resume_batched(struct http_req *req);
 
