@@ -21,8 +21,11 @@ Usage: python3 bench/fanout.py [--quick] [--out DIR] [--kwp build/kwp] [--watche
 """
 import argparse
 import json
+import math
 import os
 import re
+import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -33,6 +36,16 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FD_SLACK = 200  # descriptors a kwp process needs besides its connections
+RELEASE_S = 5   # a quiet watch gives its write buffer back after this (proxy/handlers.c)
+
+
+def raise_nofile():
+    """Soft open-file limit to the hard one, for this script and the processes it starts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
 
 
 def spawn(argv, log, pattern=r"(?:listening on|Starting to serve on) (\S+)", timeout=20):
@@ -87,12 +100,20 @@ def wait_ready(url, timeout=30):
     raise RuntimeError("%s not ready" % url)
 
 
-def rss_kb(pid):
+def status_kb(pid, field):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kb(pid):
+    return status_kb(pid, "VmRSS")
+
+
+def peak_rss_kb(pid):
+    return status_kb(pid, "VmHWM")
 
 
 class Bench:
@@ -112,7 +133,8 @@ class Bench:
             return None, sim_url
         if scenario == "kwp":
             p, url = spawn([self.a.kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
-                            "--resources", "pods", "--threads", str(self.a.threads)],
+                            "--resources", "pods", "--threads", str(self.a.threads)]
+                           + self.a.proxy_args.split(),
                            os.path.join(self.tmp, "kwp.log"))
             wait_ready(url)
             return p, url
@@ -187,20 +209,58 @@ class Bench:
         }
 
     def idle_memory(self, watchers):
+        """RSS growth of kwp proxy per idle watch: N watches from one or more `kwp load`
+        processes (each within the open-file limit, each from its own loopback addresses),
+        RSS sampled once every watch is open and quiet for longer than RELEASE_S."""
+        hard = raise_nofile()
+        if watchers + FD_SLACK > hard:
+            return {"watchers": watchers, "opened": 0, "skipped":
+                    "the open-file hard limit (%d) allows one process at most %d connections; "
+                    "raise it (ulimit -Hn) to hold %d watches in one kwp proxy"
+                    % (hard, hard - FD_SLACK, watchers)}
+        per_load = hard - FD_SLACK
+        n_loads = max(1, math.ceil(watchers / per_load))
+        ramp = 5000
+        ramp_s = watchers / ramp / n_loads
+        hold_s = ramp_s + RELEASE_S + 6
         sim, sim_url = self.sim(0, self.a.objects)
-        front = None
+        front, loads = None, []
         try:
             front, url = self.front("kwp", sim_url)
             time.sleep(1)
             base = rss_kb(front.pid)
-            d = self.load(url, [front.pid], ["--watchers", str(watchers), "--duration", "6s",
-                                             "--ramp", "5000"], "idle-%d" % watchers)
-            peak = {p["name"]: p for p in d["processes"]}["pid %d" % front.pid]["rss_max_kb"]
+            for i in range(n_loads):
+                share = watchers // n_loads + (1 if i < watchers % n_loads else 0)
+                js = os.path.join(self.tmp, "idle-%d-%d.json" % (watchers, i))
+                # distinct source addresses per process: they share no local ports
+                srcs = "127.0.%d.1-127.0.%d.%d" % (i + 1, i + 1, share // 10000 + 2)
+                argv = [self.a.kwp, "load", "--target", url, "--resource", "pods", "--json", js,
+                        "--quiet", "--watchers", str(share), "--ramp", str(ramp),
+                        "--duration", "%ds" % math.ceil(hold_s + 6), "--source-ips", srcs]
+                loads.append((subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                               stderr=open(os.path.join(self.tmp, "load.log"), "a")),
+                              js))
+            time.sleep(hold_s)
+            samples = []
+            for _ in range(3):
+                samples.append(rss_kb(front.pid))
+                time.sleep(1)
+            for p, _ in loads:
+                p.wait(timeout=hold_s + 120)
+            peak = peak_rss_kb(front.pid)
         finally:
+            for p, _ in loads:
+                stop(p)
             stop(front)
             stop(sim)
-        return {"watchers": watchers, "opened": d["watch"]["watchers_opened"], "base_rss_kb": base,
-                "peak_rss_kb": peak, "kb_per_watch": (peak - base) / max(1, d["watch"]["watchers_opened"])}
+        opened = 0
+        for _, js in loads:
+            with open(js) as f:
+                opened += json.load(f)["watch"]["watchers_opened"]
+        held = statistics.median(samples)
+        return {"watchers": watchers, "opened": opened, "load_processes": n_loads,
+                "base_rss_kb": base, "held_rss_kb": held, "peak_rss_kb": peak,
+                "kb_per_watch": (held - base) / max(1, opened)}
 
     def lists(self, objects, concurrency, scenario):
         sim, sim_url = self.sim(0, objects)
@@ -253,7 +313,10 @@ def main():
     ap.add_argument("--objects", type=int, default=100)
     ap.add_argument("--object-bytes", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--idle", default="1000,10000")
+    ap.add_argument("--idle", default="1000,10000",
+                    help="idle watch counts for memory per watch, e.g. 1000,20000,50000 (each needs "
+                         "an open-file hard limit above it)")
+    ap.add_argument("--proxy-args", default="", help="extra flags for kwp proxy, e.g. '--conn-memory 16Ki'")
     ap.add_argument("--list-objects", default="10000")
     ap.add_argument("--quick", action="store_true", help="small sizes, 1 run (a smoke test)")
     ap.add_argument("--replot", metavar="DIR", help="only rewrite README.md and plots from DIR/results.json")
@@ -271,13 +334,13 @@ def main():
         a.scenarios = ",".join(s for s in a.scenarios.split(",") if s != "kubectl")
     os.makedirs(a.out, exist_ok=True)
     b = Bench(a)
-    res = {"machine": {"nproc": os.cpu_count()}, "params": dict(vars(a), argv=" ".join(sys.argv[1:])),
+    res = {"machine": {"nproc": os.cpu_count()}, "params": dict(vars(a), argv=shlex.join(sys.argv[1:])),
            "fanout": [], "idle": [], "lists": []}
     keys = ["events_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "sim_cpu_s", "proxy_cpu_s",
             "proxy_rss_kb", "sim_rss_kb", "upstream_watches", "opened", "errors", "per_watcher_min",
             "per_watcher_max", "load_cpu_s"]
     for rate in [int(x) for x in a.rates.split(",")]:
-        for n in [int(x) for x in a.watchers.split(",")]:
+        for n in [int(x) for x in a.watchers.split(",") if x]:
             for sc in a.scenarios.split(","):
                 rows = []
                 for _ in range(a.runs):
@@ -294,9 +357,15 @@ def main():
                              m["upstream_watches"]), flush=True)
     for n in [int(x) for x in a.idle.split(",") if x]:
         rows = [b.idle_memory(n) for _ in range(a.runs)]
-        m = median_of(rows, ["kb_per_watch", "peak_rss_kb", "base_rss_kb", "opened"])
+        if "skipped" in rows[0]:
+            res["idle"].append(rows[0])
+            print("idle N=%d: skipped: %s" % (n, rows[0]["skipped"]), flush=True)
+            continue
+        m = median_of(rows, ["kb_per_watch", "peak_rss_kb", "held_rss_kb", "base_rss_kb", "opened"])
+        m["all_runs"] = rows
         res["idle"].append(m)
-        print("idle N=%d: %.1f KB per watch" % (n, m["kb_per_watch"]), flush=True)
+        print("idle N=%d: %.1f KB per watch, %d opened" % (n, m["kb_per_watch"], m["opened"]),
+              flush=True)
     for objs in [int(x) for x in a.list_objects.split(",") if x]:
         for conc in (1, 32):
             for sc in ("direct", "kwp"):
@@ -307,7 +376,7 @@ def main():
                                                                        fmt(m["p50_ms"])), flush=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    write_report(a, res, " ".join(sys.argv[1:]))
+    write_report(a, res, shlex.join(sys.argv[1:]))
     shutil.rmtree(b.tmp, ignore_errors=True)
 
 
@@ -327,11 +396,19 @@ def write_report(a, res, argv):
             fmt(r["p50_ms"]), fmt(r["p99_ms"]), fmt(r["p999_ms"]), fmt(r["upstream_watches"], 0),
             fmt(r["proxy_cpu_s"]), fmt(r["proxy_rss_kb"] / 1024 if r["proxy_rss_kb"] else None),
             fmt(r["sim_cpu_s"])))
-    L += ["", "## Memory per idle watch (kwp proxy)", "", "| watches | opened | base RSS MB | peak RSS MB | KB per watch |",
-          "|---|---|---|---|---|"]
+    L += ["", "## Memory per idle watch (kwp proxy)", "",
+          "RSS once every watch is open and quiet for more than %d s, minus RSS before; peak = VmHWM."
+          % RELEASE_S, "",
+          "| watches | opened | base RSS MB | held RSS MB | peak RSS MB | KB per watch |",
+          "|---|---|---|---|---|---|"]
     for r in res["idle"]:
-        L.append("| %d | %s | %.1f | %.1f | %.1f |" % (r["watchers"], fmt(r["opened"], 0), r["base_rss_kb"] / 1024,
-                                                     r["peak_rss_kb"] / 1024, r["kb_per_watch"]))
+        if "skipped" in r:
+            L.append("| %d | - | - | - | - | not run: %s |" % (r["watchers"], r["skipped"]))
+            continue
+        held = r.get("held_rss_kb", r["peak_rss_kb"])
+        L.append("| %d | %s | %.1f | %.1f | %.1f | %.1f |" % (
+            r["watchers"], fmt(r["opened"], 0), r["base_rss_kb"] / 1024, held / 1024,
+            r["peak_rss_kb"] / 1024, r["kb_per_watch"]))
     L += ["", "## LIST rv=0", "", "| scenario | objects | concurrent clients | lists | MB/s | p50 ms | p99 ms | server peak RSS MB |",
           "|---|---|---|---|---|---|---|---|"]
     for r in res["lists"]:

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -30,32 +33,81 @@
 
 #define HTTP_MAX_QUERY 64
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
+#define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
+#define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
+#define HTTP_LISTEN_BACKLOG 4096    /* capped by net.core.somaxconn */
+#define HTTP_TRIM_CHECK_MS 1000 /* trim_after_burst: checked at least this often */
+#define HTTP_TRIM_BURST 64      /* ... after this many reply bodies were alive at once */
+#define HTTP_TRIM_RATIO 8       /* ... and all but 1/8 of them are done */
+#define HTTP_ROUND_NS 2000000LL /* http_resume_batched: a direct round's wakes, this long */
+#define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
+#define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
+#define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
+#define HTTP_STREAM_BLOCK_CHUNKED 16       /* MHD's block for a chunked stream: unused */
+#define HTTP_STREAM_BLOCK_PLAIN (16 * 1024) /* a stream sent without chunking */
+
+/* Stream resumes gathered by http_resume_batched and issued together by the flusher. */
+struct resume_batch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct http_req **q; /* under mu */
+    size_t n, cap;       /* under mu */
+    bool stop;           /* under mu */
+    int64_t last_ns;     /* under mu: when the last round started */
+    int64_t direct_ns;   /* under mu: wakes until then go out at once (the current round) */
+    int64_t interval_ns; /* read-only: at most one batch per interval */
+    pthread_t thread;
+    bool started;
+};
 
 struct http_server {
     struct MHD_Daemon *d;
     http_handle_fn *handle;
     void *app;
     size_t max_body;
+    size_t pool;       /* per-connection pool bytes (MHD_OPTION_CONNECTION_MEMORY_LIMIT) */
+    unsigned max_conn; /* connections MHD holds at most */
     char url[128];
     atomic_uint active;
+    atomic_uint bodies;      /* http_reply_iov bodies alive (LISTs, GETs) */
+    atomic_uint bodies_peak; /* most alive at once since the last trim */
     char *tls_cert; /* PEM, kept for the daemon's lifetime */
     char *tls_key;
+    int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
+    int wake_fd;         /* eventfd that stops the acceptor */
+    pthread_t acceptor;
+    bool acceptor_started;
+    struct resume_batch rb;
 };
 
+/* An extra response header, copied; freed once the reply is queued. */
+struct http_hdr {
+    char *name;
+    char *value;
+};
+
+/*
+ * One request. Everything a request keeps while it streams for hours is here and in the
+ * app's state, so it is sized to what the request holds: the method, path and decoded query
+ * pairs live in one allocation with the struct (<strs>), extra response headers exist only
+ * between http_req_add_header and the reply, and the body only for requests that send one.
+ */
 struct http_req {
     struct http_server *srv;
     struct MHD_Connection *conn;
-    char *method;
-    char *path;
-    struct k8s_query_kv query[HTTP_MAX_QUERY];
+    const char *method;          /* into strs */
+    const char *path;            /* into strs */
+    struct k8s_query_kv *query;  /* n_query pairs, into strs */
     size_t n_query;
     bool query_overflow;
-    char *body;
-    size_t body_len;
-    size_t body_cap;
     bool body_too_large;
     bool replied;
     bool suspended;
+    bool chunked; /* HTTP/1.1 without "Connection: close": a stream goes out chunked */
+    size_t pool_need; /* pool bytes the request itself occupies (request_pool_bytes) */
+    char *body;
+    size_t body_len;
+    size_t body_cap;
     int64_t start_ms;
     void *state;
     http_state_free_fn *state_free;
@@ -64,14 +116,20 @@ struct http_req {
     http_state_free_fn *owner_free;
     http_stream_fn *stream_fn;
     void *stream_ctx;
-    struct {
-        char *name;
-        char *value;
-    } hdr[HTTP_MAX_EXTRA_HEADERS];
+    struct http_hdr *hdr; /* HTTP_MAX_EXTRA_HEADERS slots, allocated on the first add */
     size_t n_hdr;
+    _Alignas(struct k8s_query_kv) char strs[]; /* query pairs, then NUL-terminated strings */
 };
 
 /* ---- small helpers ------------------------------------------------------------------- */
+
+static int64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static _Thread_local uint64_t rng_state;
 
@@ -134,19 +192,126 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
     log_ratelimited(&rl, 1000, LOG_LEVEL_DEBUG, "http", "msg=\"%s\"", msg);
 }
 
+/* Sizes the query (pairs kept, string bytes) on a first pass, copies it on a second. */
+struct arg_pass {
+    struct http_req *req; /* NULL on the sizing pass */
+    size_t n;
+    size_t bytes;
+    bool overflow;
+    char *next; /* where the next string goes (copy pass) */
+};
+
+static const char *arg_copy(struct arg_pass *a, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *dst = a->next;
+
+    memcpy(dst, s, len);
+    a->next += len;
+    return dst;
+}
+
 static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
-    struct http_req *req = cls;
+    struct arg_pass *a = cls;
 
-    if (req->n_query >= HTTP_MAX_QUERY) {
-        req->query_overflow = true;
+    if (a->n >= HTTP_MAX_QUERY) {
+        a->overflow = true;
         return MHD_NO;
     }
-    req->query[req->n_query].key = xstrdup(key);
-    req->query[req->n_query].value = value ? xstrdup(value) : NULL;
-    req->n_query++;
+    if (a->req) {
+        a->req->query[a->n].key = arg_copy(a, key);
+        a->req->query[a->n].value = value ? arg_copy(a, value) : NULL;
+    } else {
+        a->bytes += strlen(key) + 1 + (value ? strlen(value) + 1 : 0);
+    }
+    a->n++;
     return MHD_YES;
+}
+
+/* True when header <name> carries the comma-separated token <token> (case-insensitive). */
+static bool header_has_token(struct MHD_Connection *conn, const char *name, const char *token)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    size_t tlen = strlen(token);
+
+    while (v && *v) {
+        size_t len;
+        while (*v == ' ' || *v == '\t' || *v == ',') {
+            v++;
+        }
+        len = strcspn(v, ",");
+        while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t')) {
+            len--;
+        }
+        if (len == tlen && strncasecmp(v, token, tlen) == 0) {
+            return true;
+        }
+        v += strcspn(v, ",");
+    }
+    return false;
+}
+
+static enum MHD_Result add_item_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    size_t *bytes = cls;
+
+    *bytes += strlen(key) + (value ? strlen(value) : 0) + 4 + HTTP_POOL_PER_ITEM;
+    return MHD_YES;
+}
+
+/*
+ * About how much of the connection's pool the request occupies: MHD keeps the request line
+ * and headers in it for the whole request, plus a record per header and per query pair.
+ * The reply needs the rest (its headers; for a stream, its write buffer). A request that
+ * leaves too little would make MHD close the connection without any answer.
+ */
+static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method,
+                                 const char *url)
+{
+    size_t bytes = strlen(method) + strlen(url) + sizeof(" HTTP/1.1\r\n\r\n");
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, add_item_size,
+                              &bytes);
+    return bytes;
+}
+
+/* The request's struct with its method, path and query copied in (one allocation). */
+static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *conn,
+                                const char *url, const char *method, const char *version)
+{
+    struct arg_pass a = {0};
+    size_t mlen = strlen(method) + 1, ulen = strlen(url) + 1;
+    struct http_req *req;
+
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+    req = xcalloc(1, sizeof(*req) + a.n * sizeof(struct k8s_query_kv) + a.bytes + mlen + ulen);
+    req->srv = srv;
+    req->conn = conn;
+    req->query = (struct k8s_query_kv *)(void *)req->strs;
+    req->query_overflow = a.overflow;
+    a = (struct arg_pass){.req = req, .next = req->strs + a.n * sizeof(struct k8s_query_kv)};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+    req->n_query = a.n;
+    req->method = arg_copy(&a, method);
+    req->path = arg_copy(&a, url);
+    req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+                   !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
+    req->start_ms = clock_mono_ms();
+    return req;
+}
+
+static void req_free_headers(struct http_req *req)
+{
+    for (size_t i = 0; i < req->n_hdr; i++) {
+        free(req->hdr[i].name);
+        free(req->hdr[i].value);
+    }
+    free(req->hdr);
+    req->hdr = NULL;
+    req->n_hdr = 0;
 }
 
 static void req_free(struct http_req *req)
@@ -157,16 +322,7 @@ static void req_free(struct http_req *req)
     if (req->owner_free) {
         req->owner_free(req->owner_ctx);
     }
-    for (size_t i = 0; i < req->n_query; i++) {
-        free((char *)req->query[i].key);
-        free((char *)req->query[i].value);
-    }
-    for (size_t i = 0; i < req->n_hdr; i++) {
-        free(req->hdr[i].name);
-        free(req->hdr[i].value);
-    }
-    free(req->method);
-    free(req->path);
+    req_free_headers(req);
     free(req->body);
     free(req);
 }
@@ -182,13 +338,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct http_req *req = *req_cls;
 
     if (!req) {
-        req = xcalloc(1, sizeof(*req));
-        req->srv = srv;
-        req->conn = conn;
-        req->method = xstrdup(method);
-        req->path = xstrdup(url);
-        req->start_ms = clock_mono_ms();
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, req);
+        req = req_new(srv, conn, url, method, version);
+        req->pool_need = request_pool_bytes(conn, method, url);
         *req_cls = req;
         atomic_fetch_add(&srv->active, 1);
         return MHD_YES;
@@ -225,6 +376,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         struct kstatus st;
         kstatus_set(&st, 413, "RequestEntityTooLarge", "Request entity too large: limit is %zu",
                     srv->max_body);
+        http_reply_status(req, &st);
+        return MHD_YES;
+    }
+    if (req->pool_need + HTTP_POOL_HEADROOM > srv->pool) {
+        struct kstatus st;
+        kstatus_set(&st, 431, NULL,
+                    "request headers too large: about %zu bytes of the %zu this server keeps "
+                    "per connection (--conn-memory) are needed for the request alone",
+                    req->pool_need, srv->pool);
         http_reply_status(req, &st);
         return MHD_YES;
     }
@@ -343,18 +503,239 @@ static char *read_pem(const char *path, char *err, size_t err_len)
     return buf;
 }
 
-/* Watchers are connections: raise the open-file limit to the hard limit. */
-static void raise_nofile(unsigned want)
+/*
+ * Watchers are connections, each a descriptor: raises the soft open-file limit up to the
+ * hard one as far as <want> connections need, and returns how many connections the limit
+ * allows (<want> when it is enough), saying so in the log when it is not.
+ */
+static unsigned nofile_connections(unsigned want)
 {
     struct rlimit rl;
+    rlim_t need = (rlim_t)want + HTTP_FD_SLACK;
+    unsigned allowed;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) == -1) {
+        return want;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+        (void)getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
+        return want;
+    }
+    allowed = rl.rlim_cur > 2 * HTTP_FD_SLACK ? (unsigned)(rl.rlim_cur - HTTP_FD_SLACK)
+                                              : HTTP_FD_SLACK;
+    log_warn("http",
+             "max_connections=%u wanted=%u nofile_soft=%llu nofile_hard=%llu msg=\"the open-file "
+             "limit caps downstream connections (watches); raise the hard limit (ulimit -Hn, "
+             "systemd LimitNOFILE=, a container's nofile ulimit) for more\"",
+             allowed, want, (unsigned long long)rl.rlim_cur,
+             rl.rlim_max == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_max);
+    return allowed;
+}
+
+/*
+ * The acceptor. libmicrohttpd accepts at most 10 connections per turn of a worker's event
+ * loop, and a turn serves every ready connection once: with thousands of busy watches a turn
+ * lasts tens of milliseconds, the kernel's accept queue overflows and new clients wait for
+ * SYN retransmits (1 s, 3 s, 7 s...) while the watches already open keep the workers busy.
+ * So this thread accepts as fast as connections come and hands each to a worker
+ * (MHD_add_connection, which wakes it); at the connection limit it leaves them queued.
+ */
+/*
+ * Heap pages freed after a burst of replies. A burst of LISTs (every new watch starts with
+ * one) leaves the heap full of holes where their reply buffers lived, and glibc keeps those
+ * pages resident: with 2,000 watches arriving at once they doubled the memory per idle watch.
+ * Once most of the burst's replies are done, malloc_trim gives the free pages back. Checked
+ * by the acceptor at least once a second; costs nothing without bursts.
+ */
+static void trim_after_burst(struct http_server *srv)
+{
+    unsigned peak = atomic_load(&srv->bodies_peak);
+    unsigned now = atomic_load(&srv->bodies);
+
+    if (peak >= HTTP_TRIM_BURST && now * HTTP_TRIM_RATIO <= peak) {
+#ifdef __GLIBC__
+        (void)malloc_trim(0);
+#endif
+        atomic_store(&srv->bodies_peak, now);
+    }
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct http_server *srv = arg;
+    struct pollfd pfd[2] = {{srv->listen_fd, POLLIN, 0}, {srv->wake_fd, POLLIN, 0}};
+
+    for (;;) {
+        int ready = poll(pfd, 2, HTTP_TRIM_CHECK_MS);
+
+        if (ready == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            log_error("http", "msg=\"acceptor poll failed: %s\"", strerror(errno));
+            return NULL;
+        }
+        if (pfd[1].revents != 0) {
+            return NULL; /* http_server_quiesce */
+        }
+        trim_after_burst(srv);
+        if (ready == 0) {
+            continue;
+        }
+        for (unsigned i = 0; i < HTTP_ACCEPT_BATCH; i++) {
+            struct sockaddr_storage ss;
+            socklen_t len = sizeof(ss);
+            const union MHD_DaemonInfo *info =
+                MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+            int fd, err;
+
+            if (info && info->num_connections >= srv->max_conn) {
+                struct timespec ts = {0, HTTP_ACCEPT_FULL_WAIT_MS * 1000000L};
+                nanosleep(&ts, NULL); /* full: clients wait in the backlog */
+                break;
+            }
+            /* MHD_add_connection makes it non-blocking and non-inheritable */
+            fd = accept(srv->listen_fd, (struct sockaddr *)&ss, &len);
+            if (fd == -1) {
+                static struct log_ratelimit rl;
+                err = errno;
+                if (err == EAGAIN || err == EWOULDBLOCK) {
+                    break;
+                }
+                if (err == EINTR || err == ECONNABORTED) {
+                    continue;
+                }
+                log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http", "msg=\"accept failed: %s\"",
+                                strerror(err));
+                if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                    struct timespec ts = {0, HTTP_ACCEPT_FULL_WAIT_MS * 1000000L};
+                    nanosleep(&ts, NULL);
+                }
+                break;
+            }
+            if (MHD_add_connection(srv->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES) {
+                static struct log_ratelimit rl;
+                log_ratelimited(&rl, 1000, LOG_LEVEL_WARN, "http",
+                                "msg=\"connection refused by the server: %s\"", strerror(errno));
+            }
+        }
+    }
+}
+
+/* Binds and listens; returns the socket or -1 with a message in <err>. */
+static int listen_on(const char *listen_str, struct sockaddr_in *sa, char *err, size_t err_len)
+{
+    int one = 1, e;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(*sa);
+
+    if (fd == -1) {
+        e = errno;
+        snprintf(err, err_len, "cannot listen on %s: %s", listen_str, strerror(e));
+        return -1;
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1 ||
+        listen(fd, HTTP_LISTEN_BACKLOG) == -1 ||
+        getsockname(fd, (struct sockaddr *)sa, &len) == -1) {
+        e = errno;
+        snprintf(err, err_len, "cannot listen on %s: %s", listen_str, strerror(e));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * Batched resumes. Every event wakes every watch it concerns, and each resume costs a
+ * system call on the waking thread plus a separate write on the worker: at 10,000 watches
+ * x 100 events/s that is a million of each per second, one event per write. Gathering the
+ * resumes of stream watches and issuing them at most once per interval makes every write
+ * carry the events of that interval, and costs an idle server nothing: the first wake after
+ * a quiet interval goes out at once.
+ */
+static void *flusher_main(void *arg)
+{
+    struct resume_batch *rb = arg;
+    struct http_req **local = NULL;
+    size_t local_cap = 0;
+
+    pthread_mutex_lock(&rb->mu);
+    for (;;) {
+        size_t n;
+        int64_t now, wait;
+
+        while (rb->n == 0 && !rb->stop) {
+            pthread_cond_wait(&rb->cv, &rb->mu);
+        }
+        if (rb->n == 0) {
+            break; /* stopped, nothing left */
+        }
+        now = clock_mono_ns();
+        wait = rb->last_ns + rb->interval_ns - now;
+        if (wait > 0 && !rb->stop) {
+            struct timespec ts = {wait / 1000000000L, wait % 1000000000L};
+            pthread_mutex_unlock(&rb->mu);
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&rb->mu);
+            continue;
+        }
+        if (local_cap < rb->n) {
+            local_cap = rb->cap;
+            local = xrealloc(local, local_cap * sizeof(*local));
+        }
+        n = rb->n;
+        memcpy(local, rb->q, n * sizeof(*local));
+        rb->n = 0;
+        rb->last_ns = now;
+        rb->direct_ns = 0;
+        pthread_mutex_unlock(&rb->mu);
+        for (size_t i = 0; i < n; i++) {
+            MHD_resume_connection(local[i]->conn);
+        }
+        pthread_mutex_lock(&rb->mu);
+    }
+    pthread_mutex_unlock(&rb->mu);
+    free(local);
+    return NULL;
+}
+
+/* Issues every queued resume and ends the flusher (before MHD_stop_daemon). */
+static void flusher_stop(struct resume_batch *rb)
+{
+    if (!rb->started) {
         return;
     }
-    if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < (rlim_t)want + 64) {
-        rl.rlim_cur = rl.rlim_max;
-        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    pthread_mutex_lock(&rb->mu);
+    rb->stop = true;
+    pthread_cond_signal(&rb->cv);
+    pthread_mutex_unlock(&rb->mu);
+    pthread_join(rb->thread, NULL);
+    rb->started = false;
+}
+
+static void srv_free(struct http_server *srv)
+{
+    flusher_stop(&srv->rb);
+    if (srv->d) {
+        MHD_stop_daemon(srv->d);
     }
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+    }
+    if (srv->wake_fd >= 0) {
+        close(srv->wake_fd);
+    }
+    pthread_mutex_destroy(&srv->rb.mu);
+    pthread_cond_destroy(&srv->rb.cv);
+    free(srv->rb.q);
+    free(srv->tls_cert);
+    free(srv->tls_key);
+    free(srv);
 }
 
 struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
@@ -362,25 +743,18 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
 {
     struct http_server *srv;
     struct sockaddr_in sa;
-    const union MHD_DaemonInfo *info;
     unsigned threads = opts->threads ? opts->threads : 1;
     unsigned max_conn = opts->max_connections ? opts->max_connections
                                               : HTTP_DEFAULT_MAX_CONNECTIONS;
     size_t pool = opts->conn_memory ? opts->conn_memory : HTTP_DEFAULT_CONN_MEMORY;
     char host[64];
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
-    struct rlimit rl;
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 
     if (parse_listen(opts->listen, &sa, err, err_len) != 0) {
         return NULL;
     }
-    raise_nofile(max_conn);
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)max_conn + 64) {
-        max_conn = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
-        log_info("http", "max_connections=%u msg=\"open-file limit caps connections\"", max_conn);
-    }
+    max_conn = nofile_connections(max_conn);
     if ((opts->tls_cert_file != NULL) != (opts->tls_key_file != NULL)) {
         snprintf(err, err_len, "https needs both a certificate and a key file");
         return NULL;
@@ -389,26 +763,39 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     srv->handle = handle;
     srv->app = app;
     srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
+    srv->pool = pool;
+    srv->max_conn = max_conn;
+    srv->listen_fd = -1;
+    srv->wake_fd = -1;
+    pthread_mutex_init(&srv->rb.mu, NULL);
+    pthread_cond_init(&srv->rb.cv, NULL);
+    srv->rb.interval_ns = opts->resume_interval_ms > 0 ? opts->resume_interval_ms * 1000000LL : 0;
     if (opts->tls_cert_file) {
         srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
         srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
         if (!srv->tls_key) {
-            free(srv->tls_cert);
-            free(srv);
+            srv_free(srv);
             return NULL;
         }
         flags |= MHD_USE_TLS;
+    }
+    srv->listen_fd = listen_on(opts->listen, &sa, err, err_len);
+    srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (srv->listen_fd < 0 || srv->wake_fd < 0) {
+        if (srv->listen_fd >= 0) {
+            snprintf(err, err_len, "eventfd: %s", strerror(errno));
+        }
+        srv_free(srv);
+        return NULL;
     }
     {
         struct MHD_OptionItem ops[16];
         size_t n = 0;
 #define OPT(o, v, p) ops[n++] = (struct MHD_OptionItem){o, (intptr_t)(v), p}
         OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, NULL);
-        OPT(MHD_OPTION_SOCK_ADDR, 0, &sa);
         OPT(MHD_OPTION_CONNECTION_LIMIT, max_conn, NULL);
         OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, NULL);
         OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
-        OPT(MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL);
         OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv);
         if (threads > 1) {
             OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
@@ -423,18 +810,27 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
                                   MHD_OPTION_END);
     }
     if (!srv->d) {
-        snprintf(err, err_len, "cannot listen on %s: %s", opts->listen,
+        snprintf(err, err_len, "cannot start the HTTP server on %s: %s", opts->listen,
                  errno ? strerror(errno) : "MHD_start_daemon failed");
-        free(srv->tls_cert);
-        free(srv->tls_key);
-        free(srv);
+        srv_free(srv);
         return NULL;
     }
-    info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (pthread_create(&srv->rb.thread, NULL, flusher_main, &srv->rb) != 0) {
+        snprintf(err, err_len, "cannot start the resume thread");
+        srv_free(srv);
+        return NULL;
+    }
+    srv->rb.started = true;
+    if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
+        snprintf(err, err_len, "cannot start the accept thread");
+        srv_free(srv);
+        return NULL;
+    }
+    srv->acceptor_started = true;
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
     snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->tls_cert ? "https" : "http",
              sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
-             info ? (unsigned)info->port : (unsigned)ntohs(sa.sin_port));
+             (unsigned)ntohs(sa.sin_port));
     return srv;
 }
 
@@ -445,9 +841,16 @@ const char *http_server_url(const struct http_server *srv)
 
 void http_server_quiesce(struct http_server *srv)
 {
-    MHD_socket s = MHD_quiesce_daemon(srv->d);
-    if (s != MHD_INVALID_SOCKET) {
-        close(s);
+    uint64_t one = 1;
+
+    if (srv->acceptor_started) {
+        (void)!write(srv->wake_fd, &one, sizeof(one));
+        pthread_join(srv->acceptor, NULL);
+        srv->acceptor_started = false;
+    }
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd); /* new clients are refused from now on */
+        srv->listen_fd = -1;
     }
 }
 
@@ -456,10 +859,8 @@ void http_server_stop(struct http_server *srv)
     if (!srv) {
         return;
     }
-    MHD_stop_daemon(srv->d);
-    free(srv->tls_cert);
-    free(srv->tls_key);
-    free(srv);
+    http_server_quiesce(srv);
+    srv_free(srv); /* queued resumes go out before MHD_stop_daemon */
 }
 
 unsigned http_server_active(const struct http_server *srv)
@@ -549,6 +950,9 @@ void http_req_add_header(struct http_req *req, const char *name, const char *val
     if (req->n_hdr >= HTTP_MAX_EXTRA_HEADERS) {
         return;
     }
+    if (!req->hdr) {
+        req->hdr = xcalloc(HTTP_MAX_EXTRA_HEADERS, sizeof(*req->hdr));
+    }
     req->hdr[req->n_hdr].name = xstrdup(name);
     req->hdr[req->n_hdr].value = xstrdup(value);
     req->n_hdr++;
@@ -590,6 +994,7 @@ static void queue(struct http_req *req, int code, const char *content_type,
     if (code >= 400) {
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     }
+    req_free_headers(req); /* MHD copied them */
     req->replied = true;
     if (MHD_queue_response(req->conn, (unsigned)code, resp) != MHD_YES) {
         log_warn("http", "path=%s code=%d msg=\"cannot queue response\"", req->path, code);
@@ -630,6 +1035,7 @@ void http_reply_status(struct http_req *req, const struct kstatus *st)
 /* A gathered body read piece by piece into MHD's buffer (MHD 0.9.75's own iovec responses
  * abort on more than IOV_MAX pieces, and a list has two per item). */
 struct iovbody {
+    struct http_server *srv;
     struct iovec *iov;
     size_t n;
     size_t idx;
@@ -666,6 +1072,7 @@ static void iov_free(void *cls)
     if (b->done) {
         b->done(b->ctx);
     }
+    atomic_fetch_sub(&b->srv->bodies, 1);
     free(b->iov);
     free(b);
 }
@@ -675,6 +1082,7 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
 {
     struct iovbody *b = xcalloc(1, sizeof(*b));
     uint64_t total = 0;
+    unsigned alive;
     struct MHD_Response *resp;
 
     b->iov = xmalloc(sizeof(*iov) * (n ? n : 1));
@@ -687,6 +1095,11 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
     }
     b->done = done;
     b->ctx = ctx;
+    b->srv = req->srv;
+    alive = atomic_fetch_add(&req->srv->bodies, 1) + 1;
+    if (alive > atomic_load(&req->srv->bodies_peak)) {
+        atomic_store(&req->srv->bodies_peak, alive); /* a lost race only delays a trim */
+    }
     resp = MHD_create_response_from_callback(total, 16 * 1024, iov_reader, b, iov_free);
     queue(req, code, content_type, resp);
 }
@@ -698,7 +1111,13 @@ void http_reply_stream(struct http_req *req, int code, const char *content_type,
 
     req->stream_fn = fn;
     req->stream_ctx = ctx;
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_reader, req, NULL);
+    /* A chunked stream is read straight into the connection's write buffer (its pool), so
+     * the response's own block is never used: keep it minimal, it lives as long as the
+     * watch. Without chunking (HTTP/1.0, Connection: close) MHD reads into that block. */
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
+                                             req->chunked ? HTTP_STREAM_BLOCK_CHUNKED
+                                                          : HTTP_STREAM_BLOCK_PLAIN,
+                                             stream_reader, req, NULL);
     queue(req, code, content_type, resp);
 }
 
@@ -716,4 +1135,32 @@ void http_stream_suspend(struct http_req *req)
 void http_resume(struct http_req *req)
 {
     MHD_resume_connection(req->conn);
+}
+
+void http_resume_batched(struct http_req *req)
+{
+    struct resume_batch *rb = &req->srv->rb;
+    int64_t now = clock_mono_ns();
+
+    pthread_mutex_lock(&rb->mu);
+    if (rb->n == 0 && now - rb->last_ns >= rb->interval_ns) {
+        /* quiet for an interval: a new round starts now, on this thread (no hop through the
+         * flusher); the wakes of the same moment (one event waking many) join it */
+        rb->last_ns = now;
+        rb->direct_ns = now + HTTP_ROUND_NS;
+    }
+    if (rb->stop || (rb->n == 0 && now < rb->direct_ns)) {
+        pthread_mutex_unlock(&rb->mu);
+        MHD_resume_connection(req->conn);
+        return;
+    }
+    if (rb->n == rb->cap) {
+        rb->cap = rb->cap ? rb->cap * 2 : 1024;
+        rb->q = xrealloc(rb->q, rb->cap * sizeof(*rb->q));
+    }
+    rb->q[rb->n++] = req;
+    if (rb->n == 1) {
+        pthread_cond_signal(&rb->cv);
+    }
+    pthread_mutex_unlock(&rb->mu);
 }

@@ -45,6 +45,8 @@ struct http_server_opts {
     unsigned max_connections;  /* MHD_OPTION_CONNECTION_LIMIT */
     size_t conn_memory;        /* per-connection pool bytes (headers + write buffer) */
     size_t max_body;           /* request bodies above this get 413 */
+    int64_t resume_interval_ms; /* http_resume_batched: at most one batch per interval
+                                   (0 = each batch at once) */
     const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file) */
     const char *tls_key_file;  /* PEM private key */
 };
@@ -52,6 +54,7 @@ struct http_server_opts {
 #define HTTP_DEFAULT_MAX_CONNECTIONS 60000
 #define HTTP_DEFAULT_CONN_MEMORY (32 * 1024)
 #define HTTP_DEFAULT_MAX_BODY (3 * 1024 * 1024)
+#define HTTP_DEFAULT_RESUME_INTERVAL_MS 10
 
 /* Starts the server. Returns NULL with a message in <err> on failure. */
 struct http_server *http_server_start(const struct http_server_opts *opts, http_handle_fn *handle,
@@ -134,5 +137,14 @@ void http_stream_suspend(struct http_req *req);
 /* Resumes a suspended request or stream; any thread. The caller must own the wake-up
  * (see resource.h): a request may only be resumed once per suspension. */
 void http_resume(struct http_req *req);
+
+/*
+ * Like http_resume, but wakes go out in rounds, at most one per resume_interval_ms for the
+ * whole server, so that a busy stream writes the events of an interval together. After a
+ * quiet interval a round starts at once on the calling thread (the wakes of the next 2 ms
+ * join it); later wakes wait for the next round, issued by the server's resume thread. For
+ * streams whose latency may wait that long (watches); any thread; same ownership rule.
+ */
+void http_resume_batched(struct http_req *req);
 
 #endif

@@ -65,6 +65,7 @@ struct proxy_opts {
     int64_t history_window_ms;
     int64_t bookmark_interval_ms;
     int64_t watch_stall_ms;
+    int64_t watch_wake_ms;
     int64_t threads;
     int64_t max_connections;
     int64_t conn_memory;
@@ -832,6 +833,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->history_window_ms = RING_FRESH_MS_DEFAULT;
     o->bookmark_interval_ms = 60000;
     o->watch_stall_ms = 10000;
+    o->watch_wake_ms = HTTP_DEFAULT_RESUME_INTERVAL_MS;
     o->threads = 2;
     o->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
     o->conn_memory = HTTP_DEFAULT_CONN_MEMORY;
@@ -942,6 +944,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     hso.max_connections = (unsigned)o->max_connections;
     hso.conn_memory = (size_t)o->conn_memory;
     hso.max_body = (size_t)o->max_body;
+    hso.resume_interval_ms = o->watch_wake_ms;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
@@ -1090,6 +1093,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"history-window", CFG_DURATION, &(o).history_window_ms, 0, 0, "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"}, \
     {"bookmark-interval", CFG_DURATION, &(o).bookmark_interval_ms, 1000, 3600000, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"}, \
     {"watch-stall-timeout", CFG_DURATION, &(o).watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"}, \
+    {"watch-wake-interval", CFG_DURATION, &(o).watch_wake_ms, 0, 1000, "wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"}, \
     {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default 2)"}, \
     {"max-connections", CFG_INT, &(o).max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"}, \
     {"conn-memory", CFG_SIZE, &(o).conn_memory, 4096, 16777216, "per-connection memory pool: headers and write buffer (default 32Ki)"}, \

@@ -8,9 +8,11 @@
  * here asserts a duration or a rate; the machine may be slow. Children are bounded by a
  * deadline and killed (by PID) past it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,20 +61,8 @@ static void nap(long ms)
 
 static void srv_start(struct srv *s, const char *cmd, const char *const *args)
 {
-    const char *argv[48];
-    size_t n = 0;
-
-    argv[n++] = proc_kwp_bin();
-    argv[n++] = cmd;
-    argv[n++] = "--listen";
-    argv[n++] = "127.0.0.1:0";
-    for (size_t i = 0; args && args[i]; i++) {
-        cr_assert_lt(n, 46u);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     memset(s, 0, sizeof(*s));
-    s->p = proc_spawn(argv, s->url, sizeof(s->url));
+    s->p = proc_spawn_kwp(cmd, args, NULL, s->url, sizeof(s->url));
     cr_assert_not_null(s->p, "could not start kwp %s", cmd);
 }
 
@@ -449,4 +439,117 @@ Test(load, through_kwp_proxy_one_upstream_watch, .timeout = T_TIMEOUT)
     run_free(&r);
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
+}
+
+/* ---- --source-ips ------------------------------------------------------------------------ */
+
+/* True when the run's stderr holds <needle>. */
+static bool stderr_has(const struct run *r, const char *needle)
+{
+    char path[160], buf[8192];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/stderr.log", r->dir);
+    f = fopen(path, "r");
+    if (!f) {
+        return false;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* A listener on 127.0.0.1:0 that never answers: it only sees who connects. */
+static int mute_listener(char *target, size_t cap)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+    cr_assert_neq(fd, -1);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(fd, 64), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(target, cap, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    return fd;
+}
+
+Test(load, source_ips_range_spreads_connections_round_robin, .timeout = T_TIMEOUT)
+{
+    char target[64], peer[INET_ADDRSTRLEN];
+    int lfd = mute_listener(target, sizeof(target)), conns[16], per[3] = {0, 0, 0};
+    size_t n = 0;
+    uint64_t end = http_now_ms() + 10000;
+    struct run r;
+
+    load_start(&r, target,
+               ARGS("--watchers", "6", "--duration", "2s", "--source-ips", "127.0.0.2-127.0.0.4",
+                    "--quiet"));
+    while (n < 6 && http_now_ms() < end) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        struct sockaddr_in a;
+        socklen_t len = sizeof(a);
+        int c;
+
+        if (poll(&p, 1, 100) <= 0) {
+            continue;
+        }
+        c = accept(lfd, (struct sockaddr *)&a, &len);
+        if (c == -1) {
+            continue;
+        }
+        conns[n++] = c;
+        inet_ntop(AF_INET, &a.sin_addr, peer, sizeof(peer));
+        cr_assert(strncmp(peer, "127.0.0.", 8) == 0 && peer[8] >= '2' && peer[8] <= '4' &&
+                      peer[9] == '\0',
+                  "a connection from %s, outside --source-ips 127.0.0.2-127.0.0.4", peer);
+        per[peer[8] - '2']++;
+    }
+    load_wait(&r);
+    cr_assert_eq(n, 6u, "6 watchers connected (%zu seen)", n);
+    cr_assert(per[0] == 2 && per[1] == 2 && per[2] == 2,
+              "round-robin over the 3 addresses: %d/%d/%d", per[0], per[1], per[2]);
+    cr_assert_eq(r.status, 0);
+    cr_assert_eq(jnum(&r, "watch.watchers_opened"), 0, "the listener never answers");
+    for (size_t i = 0; i < n; i++) {
+        close(conns[i]);
+    }
+    close(lfd);
+    run_free(&r);
+}
+
+Test(load, source_ips_count_runs_healthy_against_the_sim, .timeout = T_TIMEOUT)
+{
+    struct srv sim;
+    struct run r;
+
+    srv_start(&sim, "sim", ARGS("--stamp", "--churn", "200"));
+    load_run(&r, sim.url,
+             ARGS("--watchers", "20", "--duration", "3s", "--source-ips", "3", "--quiet"));
+    expect_healthy_watch(&r, 20);
+    run_free(&r);
+    srv_stop(&sim, "kwp sim");
+}
+
+Test(load, source_ips_errors_stop_at_setup, .timeout = T_TIMEOUT)
+{
+    static const struct {
+        const char *value, *says;
+    } bad[] = {
+        {"192.0.2.1", "cannot use source address 192.0.2.1"}, /* TEST-NET: not ours */
+        {"127.0.0.9-127.0.0.2", "bad range"},
+        {"nowhere", "not an address"},
+    };
+    struct run r;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        load_run(&r, "http://127.0.0.1:1",
+                 ARGS("--watchers", "2", "--duration", "1s", "--source-ips", bad[i].value));
+        cr_assert_eq(r.status, 1, "--source-ips %s: exit %d, want 1", bad[i].value, r.status);
+        cr_assert(stderr_has(&r, bad[i].says), "--source-ips %s: no \"%s\" on stderr",
+                  bad[i].value, bad[i].says);
+        run_free(&r);
+    }
 }

@@ -556,3 +556,27 @@ int proc_stop(struct proc *p)
     proc_free(p, code != 0);
     return code;
 }
+
+struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *const *b,
+                            char *url_out, size_t url_cap)
+{
+    const char *argv[PROC_KWP_ARGS_MAX + 5];
+    const char *const *lists[2] = {a, b};
+    size_t n = 0;
+
+    argv[n++] = proc_kwp_bin();
+    argv[n++] = cmd;
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    for (size_t l = 0; l < 2; l++) {
+        for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+            if (n >= PROC_KWP_ARGS_MAX + 4) {
+                fprintf(stderr, "proc_spawn_kwp: more than %d arguments\n", PROC_KWP_ARGS_MAX);
+                return NULL;
+            }
+            argv[n++] = lists[l][i];
+        }
+    }
+    argv[n] = NULL;
+    return proc_spawn(argv, url_out, url_cap);
+}

@@ -40,6 +40,14 @@ const char *proc_kwp_bin(void);
 struct proc *proc_spawn(const char *const argv[], char *url_out, size_t url_cap);
 
 /*
+ * proc_spawn of `kwp <cmd> --listen 127.0.0.1:0 <a...> <b...>` (<a> and <b> NULL-terminated
+ * lists, either may be NULL; at most PROC_KWP_ARGS_MAX arguments in all). Same contract.
+ */
+#define PROC_KWP_ARGS_MAX 60
+struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *const *b,
+                            char *url_out, size_t url_cap);
+
+/*
  * Sends SIGTERM, waits up to 5 s, then SIGKILL. Frees <p> and returns the exit status:
  * the exit code when the child exited, 128 + signal number when a signal ended it
  * (137 after the SIGKILL fallback), -1 on a wait error. Tests assert 0. On a non-zero
