@@ -12,8 +12,9 @@
  * Label and field keys ("app", "spec.nodeName") repeat in every object of a kind: they are
  * interned once in a bounded process-wide table and the blobs point there (copied into the
  * blob like the values when the table is full). A value equal to the namespace or the name
- * points at that copy. The store's memory is therefore the JSON plus ~100 B of header and
- * arrays plus the values of the labels and fields (bench/README.md, "LIST and store memory").
+ * points at that copy. Per object the store therefore pays the JSON, a 96-byte header, 16 B
+ * per label and field, their values, key, namespace and rv, and a 40-byte tree node
+ * (bench/README.md, "LIST and store memory", measures it).
  *
  * Who holds references: the store (current version of a key), the ring (each event holds
  * its object and the previous object), snapshots (lists in flight) and writers that are
