@@ -4,14 +4,23 @@
  * A blob holds the exact JSON bytes of an object as upstream sent them (never re-encoded)
  * plus the metadata the cache needs to order, filter and frame it, all in ONE allocation:
  *
- *   +-------------+---------------------------+-------+------+------+--------+--------------+
- *   | struct blob | data[len] '\0' (the JSON) | key\0 | ns\0 | name | rv_str | labels/fields|
- *   +-------------+---------------------------+-------+------+------+--------+--------------+
+ *   +-------------+---------------------------+-------+------+--------+-------------+--------+
+ *   | struct blob | data[len] '\0' (the JSON) | key\0 | ns\0 | rv_str | kv strings  | kv arr |
+ *   +-------------+---------------------------+-------+------+--------+-------------+--------+
+ *                                               ^ name = the key's last segment
+ *
+ * Label and field keys ("app", "spec.nodeName") repeat in every object of a kind: they are
+ * interned once in a bounded process-wide table and the blobs point there (copied into the
+ * blob like the values when the table is full). A value equal to the namespace or the name
+ * points at that copy. Per object the store therefore pays the JSON, a 96-byte header, 16 B
+ * per label and field, their values, key, namespace and rv, and a 40-byte tree node
+ * (bench/README.md, "LIST and store memory", measures it).
  *
  * Who holds references: the store (current version of a key), the ring (each event holds
  * its object and the previous object), snapshots (lists in flight) and writers that are
  * framing it. Once a blob is published (refcount may exceed 1) it is never written to.
- * Thread safety: refcount is atomic; every other field is read-only after blob_new.
+ * Thread safety: refcount is atomic; every other field is read-only after blob_new; interned
+ * strings are never written or freed once published.
  */
 #ifndef KWP_CACHE_BLOB_H
 #define KWP_CACHE_BLOB_H
@@ -39,30 +48,34 @@ struct blob_meta {
     size_t n_fields;
 };
 
+/* 96 bytes on LP64: counts and offsets are 32-bit (an object is at most KUBE_JSON_MAX_INPUT,
+ * far below 4 GiB), since this header is paid once per object held. */
 struct blob {
     /* public, read-only after blob_new */
     const char *data;   /* the object JSON, NUL-terminated (not counted in len) */
     size_t len;         /* bytes of JSON */
     const char *key;    /* store key: "ns/name", or "name" when ns is empty */
     const char *ns;     /* "" when cluster-scoped */
-    const char *name;
+    const char *name;   /* inside key */
     const char *rv_str; /* resourceVersion as upstream wrote it */
     uint64_t rv;        /* rv_str parsed (0 if it did not parse) */
-    size_t rv_off;      /* where rv_str's bytes sit inside data (for RV rewrites), 0 if none */
-    size_t rv_len;
     const struct blob_kv *labels; /* sorted by key */
-    size_t n_labels;
     const struct blob_kv *fields; /* sorted by key */
-    size_t n_fields;
+    uint32_t rv_off;   /* where rv_str's bytes sit inside data (for RV rewrites), 0 if none */
+    uint32_t rv_len;   /* 0 when unknown */
+    uint32_t n_labels; /* entries of labels */
+    uint32_t n_fields; /* entries of fields */
     /* private */
     atomic_uint ref;
 };
 
 /*
- * Creates a blob from <data>/<len> and <meta>; copies everything (one allocation).
- * Returns the blob with one reference owned by the caller, or NULL if <meta> is invalid
- * (NULL name or empty name, a NULL label/field key, or an rv span outside <data>). A NULL
- * label/field value is stored as "". Any thread.
+ * Creates a blob from <data>/<len> and <meta>; copies everything (one allocation), except
+ * label and field keys, which it interns (see above): the blob never points into the
+ * caller's memory. Returns the blob with one reference owned by the caller, or NULL if
+ * <meta> is invalid (NULL name or empty name, a NULL label/field key, an rv span outside
+ * <data>, <len> or a count of 4 GiB or more). A NULL label/field value is stored as "".
+ * Any thread.
  */
 struct blob *blob_new(const char *data, size_t len, const struct blob_meta *meta);
 
@@ -78,7 +91,7 @@ const char *blob_label(const struct blob *b, const char *key);
 /* Looks up selectable field <key>; returns its value or NULL when absent. */
 const char *blob_field(const struct blob *b, const char *key);
 
-/* Bytes this blob occupies on the heap (for memory accounting). */
+/* Bytes of this blob's own allocation (interned keys are shared, so not counted). */
 size_t blob_footprint(const struct blob *b);
 
 #endif

@@ -1,10 +1,13 @@
 /*
- * test_blob.c - blob_new copies everything into one allocation, derives key and rv, sorts
- * labels and fields for binary search, and counts references.
+ * test_blob.c - blob_new copies everything into one allocation (keys interned, values equal
+ * to the namespace or name shared), derives key and rv, sorts labels and fields for binary
+ * search, and counts references.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache/blob.h"
@@ -116,7 +119,9 @@ Test(blob, labels_and_fields_sorted_and_found)
     cr_assert_null(blob_field(b, "app"));
     for (size_t i = 0; i < b->n_labels; i++) {
         cr_assert(inside(b, &b->labels[i], sizeof(b->labels[i])));
-        cr_assert(inside(b, b->labels[i].val, strlen(b->labels[i].val) + 1));
+        /* values are copied, except "" (one static string) */
+        cr_assert(b->labels[i].val[0] == '\0' ||
+                  inside(b, b->labels[i].val, strlen(b->labels[i].val) + 1));
     }
     cr_assert(inside(b, &b->fields[2], sizeof(b->fields[2])));
     /* Not pointing at the caller's strings. */
@@ -141,12 +146,147 @@ Test(blob, footprint_covers_everything)
         blob_new(obj, sizeof(obj) - 1,
                  &(struct blob_meta){
                      .ns = "ns1", .name = "p1", .rv_str = "42", .labels = labels, .n_labels = 1});
-    size_t min = sizeof(struct blob) + b->len + 1 + strlen("ns1/p1") + 1 + 4 + 3 + 3 + 4 +
+    /* header, data + NUL, "ns1/p1", "ns1", "42", the value "v" (the key is interned), array */
+    size_t min = sizeof(struct blob) + b->len + 1 + strlen("ns1/p1") + 1 + 4 + 3 + 2 +
                  sizeof(struct blob_kv);
 
+    cr_assert_eq(sizeof(struct blob), 96);
     cr_assert_geq(blob_footprint(b), min);
     cr_assert_lt(blob_footprint(b), min + 16);
     blob_unref(b);
+}
+
+/* What the store pays per pod beyond its JSON: keys are shared by every blob, the values
+ * equal to the namespace or name are not copied again. */
+Test(blob, keys_interned_and_values_shared)
+{
+    char key[] = "spec.serviceAccountName";
+    struct blob_kv fields[] = {{key, "ns1"}, {"spec.nodeName", "n1"}, {"metadata.name", "p1"}};
+    struct blob_kv labels[] = {{"app", "web"}, {"empty", ""}};
+    struct blob_meta m = {.ns = "ns1", .name = "p1", .labels = labels, .n_labels = 2,
+                          .fields = fields, .n_fields = 3};
+    struct blob *a = blob_new("{}", 2, &m);
+    struct blob *b;
+
+    memset(key, 'x', sizeof(key) - 1); /* the blob must hold its own (interned) key */
+    m.name = "p2";
+    fields[2].val = "p2";
+    fields[0].key = "spec.serviceAccountName";
+    b = blob_new("{}", 2, &m);
+    cr_assert_str_eq(blob_field(a, "spec.serviceAccountName"), "ns1");
+    cr_assert_str_eq(blob_field(b, "spec.serviceAccountName"), "ns1");
+    cr_assert_str_eq(blob_field(b, "metadata.name"), "p2");
+    cr_assert_str_eq(blob_label(a, "empty"), "");
+    cr_assert_eq(blob_field(a, "spec.serviceAccountName"), a->ns);
+    cr_assert_eq(blob_field(a, "metadata.name"), a->name);
+    cr_assert_eq(blob_field(b, "metadata.name"), b->name);
+    cr_assert_str_eq(a->name, "p1");
+    cr_assert(inside(a, a->name, 3));
+    for (size_t i = 0; i < a->n_fields; i++) {
+        cr_assert_eq(a->fields[i].key, b->fields[i].key);
+        cr_assert_not(inside(a, a->fields[i].key, 1));
+    }
+    cr_assert_eq(a->labels[0].key, b->labels[0].key);
+    cr_assert(inside(a, blob_label(a, "app"), 4)); /* values stay per blob */
+    cr_assert_neq(blob_label(a, "app"), blob_label(b, "app"));
+    blob_unref(a);
+    blob_unref(b);
+}
+
+/* Keys the table does not take (too long, or once it is full: 768 keys or 32 KiB) are copied
+ * into the blob and still found; nothing upstream sends grows shared memory without bound. */
+Test(blob, keys_beyond_the_intern_table_are_copied)
+{
+    char long_key[200];
+    struct blob_kv kv[1];
+    struct blob *first = NULL;
+    struct blob *b;
+
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = '\0';
+    kv[0] = (struct blob_kv){long_key, "v"};
+    b = blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = kv, .n_labels = 1});
+    cr_assert(inside(b, b->labels[0].key, sizeof(long_key)));
+    cr_assert_str_eq(blob_label(b, long_key), "v");
+    blob_unref(b);
+
+    for (int i = 0; i < 2000; i++) {
+        char key[32];
+        char val[32];
+
+        snprintf(key, sizeof(key), "label-%04d", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        kv[0] = (struct blob_kv){key, val};
+        b = blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = kv, .n_labels = 1});
+        cr_assert_not_null(b);
+        cr_assert_str_eq(blob_label(b, key), val);
+        if (i == 0) {
+            first = b;
+            cr_assert_not(inside(b, b->labels[0].key, 1));
+            continue;
+        }
+        /* the last keys no longer fit: copied into their blob */
+        if (i == 1999) {
+            cr_assert(inside(b, b->labels[0].key, strlen(key) + 1));
+        }
+        blob_unref(b);
+    }
+    cr_assert_str_eq(blob_label(first, "label-0000"), "v0");
+    blob_unref(first);
+}
+
+#define RACE_THREADS 4
+#define RACE_BLOBS 500
+
+static void *race_new(void *arg)
+{
+    struct blob **out = arg;
+    struct blob_kv fields[] = {{"race.a", "1"}, {"race.b", "2"}, {"race.c", "3"}};
+
+    for (int i = 0; i < RACE_BLOBS; i++) {
+        out[i] = blob_new("{}", 2,
+                          &(struct blob_meta){.name = "r", .fields = fields, .n_fields = 3});
+    }
+    return NULL;
+}
+
+/* Threads interning the same new keys at once all end up with one copy of each. */
+Test(blob, concurrent_interning_agrees)
+{
+    static struct blob *got[RACE_THREADS][RACE_BLOBS];
+    pthread_t t[RACE_THREADS];
+
+    for (int i = 0; i < RACE_THREADS; i++) {
+        cr_assert_eq(pthread_create(&t[i], NULL, race_new, got[i]), 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++) {
+        pthread_join(t[i], NULL);
+    }
+    for (int i = 0; i < RACE_THREADS; i++) {
+        for (int j = 0; j < RACE_BLOBS; j++) {
+            struct blob *b = got[i][j];
+
+            cr_assert_str_eq(blob_field(b, "race.b"), "2");
+            for (size_t k = 0; k < 3; k++) {
+                cr_assert_eq(b->fields[k].key, got[0][0]->fields[k].key);
+            }
+        }
+    }
+    for (int i = 0; i < RACE_THREADS; i++) {
+        for (int j = 0; j < RACE_BLOBS; j++) {
+            blob_unref(got[i][j]);
+        }
+    }
+}
+
+Test(blob, sizes_beyond_32_bits_are_refused)
+{
+    struct blob_kv kv[1] = {{"k", "v"}};
+
+    /* rejected before the data or the labels are read */
+    cr_assert_null(blob_new("{}", UINT32_MAX, &(struct blob_meta){.name = "a"}));
+    cr_assert_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = kv,
+                                                         .n_labels = (size_t)UINT32_MAX + 1}));
 }
 
 Test(blob, refcount_counts)
