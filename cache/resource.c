@@ -13,7 +13,10 @@
  * Dispatch index: each STREAM watcher sits in exactly one place, a bucket keyed by its
  * trigger value ('t') or namespace ('n'), or the unscoped list. An event visits the unscoped
  * list and the buckets of its object's namespace and of its object's and previous object's
- * trigger values: the watchers that can match it, not all of them (SEMANTICS 3.6).
+ * trigger values: the watchers that can match it, not all of them (SEMANTICS 3.6). Each of these
+ * dispatch lists also keeps a sleep list (sleep_prev/sleep_next) of exactly its watchers whose
+ * <suspended> flag is set, linked where a reader suspends and unlinked wherever the flag is
+ * cleared (wakeset_add, detach): an event walks only the sleep lists, never the running readers.
  * Invariant: a suspended STREAM watcher had consumed everything (cursor == head) when it
  * suspended, and every push in its scope after that wakes it. So while it stays suspended,
  * every event past its cursor is out of its scope: when it is woken its cursor may jump to the
@@ -38,6 +41,7 @@ struct wbucket {
     char *val;
     uint64_t hash;
     struct watcher *head;  /* linked through bprev/bnext */
+    struct watcher *sleeping; /* those of them suspended, through sleep_prev/sleep_next */
     struct wbucket *hnext; /* hash chain */
 };
 
@@ -83,6 +87,7 @@ struct resource {
     struct watcher *streams; /* attached STREAM watchers */
     struct watcher *waiters; /* attached RVWAIT watchers */
     struct watcher *unscoped; /* STREAM watchers without a bucket (bprev/bnext) */
+    struct watcher *unscoped_sleeping; /* those of them suspended (sleep_prev/sleep_next) */
     struct wbucket **btab;    /* dispatch buckets, chained; btab_cap is a power of two */
     size_t btab_cap;
     size_t btab_len;
@@ -121,10 +126,30 @@ static void wakeset_init(struct wakeset *ws)
     ws->cap = WAKESET_LOCAL;
 }
 
-/* Under the lock: takes ownership of <w>'s wake-up by clearing its suspended flag. */
+/* Takes <w> off the sleep list it is on, if any. */
+static void sleep_del(struct watcher *w)
+{
+    if (w->sleep_head == NULL) {
+        return;
+    }
+    if (w->sleep_prev != NULL) {
+        w->sleep_prev->sleep_next = w->sleep_next;
+    } else {
+        *w->sleep_head = w->sleep_next;
+    }
+    if (w->sleep_next != NULL) {
+        w->sleep_next->sleep_prev = w->sleep_prev;
+    }
+    w->sleep_prev = w->sleep_next = NULL;
+    w->sleep_head = NULL;
+}
+
+/* Under the lock: takes ownership of <w>'s wake-up by clearing its suspended flag (and so
+ * takes it off its sleep list). */
 static void wakeset_add(struct wakeset *ws, struct watcher *w)
 {
     w->suspended = false;
+    sleep_del(w);
     if (ws->len == ws->cap) {
         struct wake_item *v = xmalloc(ws->cap * 2 * sizeof(*v));
 
@@ -288,6 +313,7 @@ static void index_del(struct resource *res, struct watcher *w)
     struct wbucket *b = w->bucket;
     struct watcher **head = b != NULL ? &b->head : &res->unscoped;
 
+    BUG_ON(w->sleep_head != NULL); /* the bucket would keep a link to it */
     if (w->bprev != NULL) {
         w->bprev->bnext = w->bnext;
     } else {
@@ -320,13 +346,34 @@ static void wake_stream(struct wakeset *ws, struct watcher *w, uint64_t seq)
     wakeset_add(ws, w);
 }
 
-/* Visits one dispatch list for the event at <seq>. */
-static void dispatch_list(struct watcher *head, struct wakeset *ws, uint64_t seq)
+/* Marks a STREAM watcher suspended and puts it on its dispatch list's sleep list. */
+static void sleep_add(struct resource *res, struct watcher *w)
 {
-    for (struct watcher *w = head; w != NULL; w = w->bnext) {
-        if (w->suspended) {
-            wake_stream(ws, w, seq);
-        }
+    struct wbucket *b = w->bucket;
+    struct watcher **head = b != NULL ? &b->sleeping : &res->unscoped_sleeping;
+
+    w->suspended = true;
+    if (w->sleep_head != NULL) { /* already there: it suspended again without a wake */
+        return;
+    }
+    w->sleep_prev = NULL;
+    w->sleep_next = *head;
+    if (*head != NULL) {
+        (*head)->sleep_prev = w;
+    }
+    *head = w;
+    w->sleep_head = head;
+}
+
+/* Wakes every watcher suspended in one dispatch list for the event at <seq>; each wake takes
+ * it off the sleep list, so the list ends empty. */
+static void dispatch_list(struct watcher **sleeping, struct wakeset *ws, uint64_t seq)
+{
+    while (*sleeping != NULL) {
+        struct watcher *w = *sleeping;
+
+        BUG_ON(!w->suspended || w->sleep_head != sleeping);
+        wake_stream(ws, w, seq);
     }
 }
 
@@ -336,7 +383,7 @@ static void dispatch_bucket(struct resource *res, struct wakeset *ws, char type,
     struct wbucket *b = bucket_find(res, type, val);
 
     if (b != NULL) {
-        dispatch_list(b->head, ws, seq);
+        dispatch_list(&b->sleeping, ws, seq);
     }
 }
 
@@ -518,6 +565,8 @@ static void attach(struct resource *res, struct watcher *w, enum watcher_kind ki
     w->attached = true;
     w->suspended = false;
     w->closed = false;
+    w->sleep_prev = w->sleep_next = NULL;
+    w->sleep_head = NULL;
     if (kind == WATCHER_STREAM) {
         list_add(&res->streams, w);
         index_add(res, w);
@@ -552,7 +601,7 @@ void resource_free(struct resource *res)
         return;
     }
     /* A watcher still attached would point into freed memory. */
-    BUG_ON(res->streams != NULL || res->waiters != NULL);
+    BUG_ON(res->streams != NULL || res->waiters != NULL || res->unscoped_sleeping != NULL);
     BUG_ON(res->btab_len != 0); /* empty buckets are freed at detach */
     free(res->btab);
     snapshot_unref(res->snap);
@@ -670,7 +719,7 @@ int resource_apply(struct resource *res, enum watch_type type, struct blob *obj,
      * Only the watchers that can match: running readers need nothing (they call
      * resource_watch_next again); suspended ones in scope are woken at this event.
      */
-    dispatch_list(res->unscoped, &ws, seq);
+    dispatch_list(&res->unscoped_sleeping, &ws, seq);
     if (res->btab_len > 0) {
         dispatch_bucket(res, &ws, 'n', obj->ns, seq);
         if (res->trigger_field != NULL) {
@@ -1019,7 +1068,7 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
     if (n == 0 && max > 0 && may_suspend) {
-        w->suspended = true;
+        sleep_add(res, w);
     }
 out:
     unlock(res);
@@ -1060,6 +1109,7 @@ void resource_watch_detach(struct resource *res, struct watcher *w)
 {
     lock(res);
     if (w->attached) {
+        sleep_del(w);
         if (w->kind == WATCHER_STREAM) {
             list_del(&res->streams, w);
             index_del(res, w);

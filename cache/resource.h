@@ -66,6 +66,8 @@ struct watcher {
     struct watcher *prev, *next;   /* all watchers of the kind */
     struct watcher *bprev, *bnext; /* STREAM: the dispatch bucket (or the unscoped list) */
     void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
+    struct watcher *sleep_prev, *sleep_next; /* STREAM, suspended: its bucket's sleep list */
+    struct watcher **sleep_head;   /* the sleep list it is on; NULL = on none */
 };
 
 /* Counters, read with resource_stats(). */

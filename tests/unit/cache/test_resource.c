@@ -1148,3 +1148,188 @@ Test(resource, take_never_sets_suspended, .timeout = 120)
     resource_watch_detach(res, &w);
     resource_free(res);
 }
+
+/* ---- sleep lists: an event visits only the suspended watchers of its scope ---------------- */
+
+/* One dispatch list: unscoped, a namespace bucket, or a trigger bucket. */
+struct scope {
+    const char *ns;
+    const char *trigger;
+};
+
+static const struct scope SCOPES[] = {{NULL, NULL}, {"a", NULL}, {NULL, "n1"}};
+
+static struct resource *new_scoped_ready(void)
+{
+    struct resource *res = new_res(256);
+
+    resource_set_trigger(res, "spec.nodeName");
+    cr_assert_eq(resource_replace(res, NULL, 0, 1, 0), 0);
+    return res;
+}
+
+/* Attaches <w> in <sc> at head; it is running (not suspended) until it drains. */
+static void attach_in(struct resource *res, struct watcher *w, struct waker *k,
+                      const struct scope *sc)
+{
+    winit(w, k, res, sc->ns);
+    w->trigger = sc->trigger;
+    cr_assert_eq(resource_watch_now(res, w, NULL, NULL), 0);
+}
+
+/* An event in every scope of SCOPES: namespace "a", node "n1". */
+static void put_in_scope(struct resource *res, uint64_t rv)
+{
+    struct blob *b = mk_node("a", "p", "n1", rv);
+
+    cr_assert_eq(resource_apply(res, WATCH_MODIFIED, b, rv, 0), 0);
+    blob_unref(b);
+}
+
+/* An event in no scope of SCOPES but the unscoped list. */
+static void put_elsewhere(struct resource *res, uint64_t rv)
+{
+    struct blob *b = mk_node("b", "q", "n2", rv);
+
+    cr_assert_eq(resource_apply(res, WATCH_MODIFIED, b, rv, 0), 0);
+    blob_unref(b);
+}
+
+#define SLEEP_N 8
+
+Test(resource, sleep_list_wakes_suspended_once_and_never_running, .timeout = 120)
+{
+    for (size_t s = 0; s < sizeof(SCOPES) / sizeof(SCOPES[0]); s++) {
+        struct resource *res = new_scoped_ready();
+        struct watcher ws[SLEEP_N];
+        struct waker ks[SLEEP_N];
+        uint64_t rv = 2;
+
+        for (int i = 0; i < SLEEP_N; i++) {
+            attach_in(res, &ws[i], &ks[i], &SCOPES[s]);
+        }
+        for (int i = 0; i < SLEEP_N; i += 2) { /* the even ones suspend */
+            cr_assert_eq(drain(res, &ws[i], NULL, 0), 0);
+        }
+        put_in_scope(res, rv++);
+        for (int i = 0; i < SLEEP_N; i++) {
+            cr_assert_eq(atomic_load(&ks[i].calls), i % 2 == 0 ? 1 : 0, "scope %zu w%d", s, i);
+            cr_assert_not(ws[i].suspended);
+        }
+        /* The odd ones catch up and suspend (twice: no second link, no second wake); the
+         * even ones keep running with an event pending. */
+        for (int i = 1; i < SLEEP_N; i += 2) {
+            cr_assert_eq(drain(res, &ws[i], NULL, 0), 1);
+            cr_assert_eq(drain(res, &ws[i], NULL, 0), 0);
+        }
+        put_in_scope(res, rv++);
+        put_in_scope(res, rv++);
+        for (int i = 0; i < SLEEP_N; i++) {
+            cr_assert_eq(atomic_load(&ks[i].calls), 1, "scope %zu w%d: once in all", s, i);
+        }
+        /* Suspend, be woken, suspend again, be woken by the next event: one wake each. */
+        for (int round = 0; round < 5; round++) {
+            cr_assert_gt(drain(res, &ws[0], NULL, 0), 0);
+            cr_assert(ws[0].suspended);
+            if (SCOPES[s].ns != NULL || SCOPES[s].trigger != NULL) {
+                put_elsewhere(res, rv++); /* out of scope: still asleep */
+                cr_assert(ws[0].suspended, "scope %zu", s);
+            }
+            put_in_scope(res, rv++);
+            cr_assert_eq(atomic_load(&ks[0].calls), 2 + round, "scope %zu round %d", s, round);
+        }
+        for (int i = 1; i < SLEEP_N; i++) {
+            cr_assert_eq(atomic_load(&ks[i].calls), 1, "scope %zu w%d: never while running", s,
+                         i);
+        }
+        for (int i = 0; i < SLEEP_N; i++) {
+            resource_watch_detach(res, &ws[i]);
+        }
+        resource_free(res);
+    }
+}
+
+Test(resource, detached_killed_and_ticked_watchers_leave_no_sleep_link, .timeout = 120)
+{
+    for (size_t s = 0; s < sizeof(SCOPES) / sizeof(SCOPES[0]); s++) {
+        struct resource *res = new_scoped_ready();
+        struct watcher *ws[SLEEP_N];
+        struct waker ks[SLEEP_N];
+        uint64_t rv = 2;
+
+        for (int i = 0; i < SLEEP_N; i++) {
+            ws[i] = malloc(sizeof(*ws[i]));
+            attach_in(res, ws[i], &ks[i], &SCOPES[s]);
+            cr_assert_eq(drain(res, ws[i], NULL, 0), 0);
+        }
+        /* Sleep lists are newest first: detach its head (7), a middle one (4), its tail (0),
+         * and free them, so a stale link is a use after free (ASan) or a BUG_ON. */
+        for (int i = 0; i < SLEEP_N; i += 4) {
+            resource_watch_detach(res, ws[i]);
+            free(ws[i]);
+            ws[i] = NULL;
+        }
+        resource_watch_detach(res, ws[SLEEP_N - 1]);
+        free(ws[SLEEP_N - 1]);
+        ws[SLEEP_N - 1] = NULL;
+        resource_watch_kill(res, ws[1]);              /* woken once, ended */
+        resource_watch_set_due(res, ws[2], 5);
+        cr_assert_eq(resource_tick(res, 10, NULL, NULL), 1); /* ws[2] woken for a bookmark */
+        cr_assert_eq(atomic_load(&ks[1].calls), 1);
+        cr_assert_eq(atomic_load(&ks[2].calls), 1);
+        put_in_scope(res, rv++);
+        for (int i = 0; i < SLEEP_N; i++) {
+            if (ws[i] != NULL) {
+                cr_assert_eq(atomic_load(&ks[i].calls), 1, "scope %zu w%d", s, i);
+            }
+        }
+        cr_assert_eq(drain(res, ws[1], NULL, 0), -EPIPE);
+        /* Empty the list and the bucket, then attach anew in the same scope. */
+        for (int i = 0; i < SLEEP_N; i++) {
+            if (ws[i] != NULL) {
+                resource_watch_detach(res, ws[i]);
+                free(ws[i]);
+                ws[i] = NULL;
+            }
+        }
+        put_in_scope(res, rv++); /* nobody left to visit */
+        ws[0] = malloc(sizeof(*ws[0]));
+        attach_in(res, ws[0], &ks[0], &SCOPES[s]);
+        cr_assert_eq(drain(res, ws[0], NULL, 0), 0);
+        put_in_scope(res, rv++);
+        cr_assert_eq(atomic_load(&ks[0].calls), 1, "scope %zu: a fresh list", s);
+        cr_assert_eq(drain(res, ws[0], NULL, 0), 1);
+        resource_watch_detach(res, ws[0]);
+        free(ws[0]);
+        resource_free(res);
+    }
+}
+
+Test(resource, relist_ends_suspended_and_running_in_every_list, .timeout = 120)
+{
+    struct resource *res = new_scoped_ready();
+    struct watcher sl[3], run[3];
+    struct waker ksl[3], krun[3];
+
+    for (int s = 0; s < 3; s++) {
+        attach_in(res, &sl[s], &ksl[s], &SCOPES[s]);
+        attach_in(res, &run[s], &krun[s], &SCOPES[s]);
+        cr_assert_eq(drain(res, &sl[s], NULL, 0), 0);
+    }
+    cr_assert_eq(resource_replace(res, NULL, 0, 50, 0), 0);
+    put_in_scope(res, 51); /* the ended ones are off their sleep lists: no second wake */
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(atomic_load(&ksl[s].calls), 1, "scope %d", s);
+        cr_assert_eq(atomic_load(&krun[s].calls), 0, "scope %d", s);
+        cr_assert_eq(drain(res, &sl[s], NULL, 0), -EPIPE);
+        cr_assert_eq(drain(res, &run[s], NULL, 0), -EPIPE);
+    }
+    put_in_scope(res, 52);
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(atomic_load(&ksl[s].calls), 1, "scope %d", s);
+        cr_assert_eq(atomic_load(&krun[s].calls), 0, "scope %d", s);
+        resource_watch_detach(res, &sl[s]);
+        resource_watch_detach(res, &run[s]);
+    }
+    resource_free(res);
+}
