@@ -40,6 +40,12 @@
 #define HTTP_TRIM_BURST 64      /* ... after this many reply bodies were alive at once */
 #define HTTP_TRIM_RATIO 8       /* ... and all but 1/8 of them are done */
 #define HTTP_ROUND_NS 2000000LL /* http_resume_batched: a direct round's wakes, this long */
+/* Batching pays when many watches share the events (measured, 100 writes/s: at 5,000
+ * watches 10 ms rounds cut p99 from 1.08 s to 0.43 s; at 1,000 they change nothing; at 100
+ * they only add delay, p50 6.1 ms vs 3.2 ms). With fewer requests in flight than this, every
+ * wake goes out at once. (Wakes per interval are no signal: under saturation most watches
+ * are busy writing, not suspended, so few wakes are asked for.) */
+#define HTTP_BATCH_MIN_ACTIVE 2048
 #define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
 #define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
@@ -1142,6 +1148,10 @@ void http_resume_batched(struct http_req *req)
     struct resume_batch *rb = &req->srv->rb;
     int64_t now = clock_mono_ns();
 
+    if (atomic_load(&req->srv->active) < HTTP_BATCH_MIN_ACTIVE) {
+        MHD_resume_connection(req->conn); /* few watches: no reason to wait */
+        return;
+    }
     pthread_mutex_lock(&rb->mu);
     if (rb->n == 0 && now - rb->last_ns >= rb->interval_ns) {
         /* quiet for an interval: a new round starts now, on this thread (no hop through the

@@ -1093,7 +1093,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"history-window", CFG_DURATION, &(o).history_window_ms, 0, 0, "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"}, \
     {"bookmark-interval", CFG_DURATION, &(o).bookmark_interval_ms, 1000, 3600000, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"}, \
     {"watch-stall-timeout", CFG_DURATION, &(o).watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"}, \
-    {"watch-wake-interval", CFG_DURATION, &(o).watch_wake_ms, 0, 1000, "wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"}, \
+    {"watch-wake-interval", CFG_DURATION, &(o).watch_wake_ms, 0, 1000, "with 2048+ requests in flight, wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"}, \
     {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default 2)"}, \
     {"max-connections", CFG_INT, &(o).max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"}, \
     {"conn-memory", CFG_SIZE, &(o).conn_memory, 4096, 16777216, "per-connection memory pool: headers and write buffer (default 32Ki)"}, \
