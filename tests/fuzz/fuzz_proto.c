@@ -45,6 +45,21 @@ static void check(const uint8_t *body, size_t len)
     if (back == NULL || !cJSON_Compare(obj, back, 1)) {
         abort();
     }
+    /* proto_order only relinks members: the same object (cJSON_Compare looks object members
+     * up by key, so order does not count), kind still first, and a second pass changes
+     * nothing */
+    (void)proto_order(back);
+    if (!cJSON_Compare(obj, back, 1) || strcmp(back->child->string, "kind") != 0) {
+        abort();
+    }
+    char *once = cJSON_PrintUnformatted(back);
+    (void)proto_order(back);
+    char *twice = cJSON_PrintUnformatted(back);
+    if (once == NULL || twice == NULL || strcmp(once, twice) != 0) {
+        abort();
+    }
+    free(once);
+    free(twice);
     cJSON_Delete(back);
     free(json);
     cJSON_Delete(obj);
