@@ -47,6 +47,7 @@
 #include "cache/snapshot.h"
 #include "proxy/log.h"
 #include "proxy/printers.h"
+#include "proxy/sbuf.h"
 
 #define HANDLERS_BATCH 32
 #define HANDLERS_BOOKMARK_DEFAULT_MS 60000
@@ -184,68 +185,6 @@ static struct objview ov_of(const struct blob *b, const char *rv_override)
 }
 
 /* ---- growable strings and a block arena ------------------------------------------------ */
-
-/* A growable byte string (grows without a cap: it holds one row, one header or one Status). */
-struct sbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-static void sb_put(struct sbuf *sb, const char *s, size_t n)
-{
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 256;
-        while (cap < sb->len + n + 1) {
-            cap *= 2;
-        }
-        sb->p = xrealloc(sb->p, cap);
-        sb->cap = cap;
-    }
-    memcpy(sb->p + sb->len, s, n);
-    sb->len += n;
-    sb->p[sb->len] = '\0';
-}
-
-static void sb_str(struct sbuf *sb, const char *s)
-{
-    sb_put(sb, s, strlen(s));
-}
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    int w;
-
-    va_start(ap, fmt);
-    w = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (w > 0) {
-        sb_put(sb, tmp, (size_t)w < sizeof(tmp) ? (size_t)w : sizeof(tmp) - 1);
-    }
-}
-
-/* Appends <s> as a JSON string literal, escaped as Go's encoding/json does. */
-static void sb_quote(struct sbuf *sb, const char *s, size_t n)
-{
-    size_t need = kube_json_quote(s, n, NULL, 0);
-
-    if (sb->len + need + 1 > sb->cap) {
-        sb->cap = sb->len + need + 1;
-        sb->p = xrealloc(sb->p, sb->cap);
-    }
-    kube_json_quote(s, n, sb->p + sb->len, need + 1);
-    sb->len += need;
-}
-
-static void sb_free(struct sbuf *sb)
-{
-    free(sb->p);
-    memset(sb, 0, sizeof(*sb));
-}
 
 /* Stable storage for the computed pieces of one LIST body (rows, reordered metadata). */
 struct arena_blk {
@@ -1272,11 +1211,11 @@ static const char *const managed_order[] = {"manager",    "operation", "apiVersi
 static void sb_member_key(struct sbuf *sb, bool *first, const char *key)
 {
     if (!*first) {
-        sb_put(sb, ",", 1);
+        sbuf_put(sb, ",", 1);
     }
     *first = false;
-    sb_quote(sb, key, strlen(key));
-    sb_put(sb, ":", 1);
+    sbuf_quote(sb, key, strlen(key));
+    sbuf_put(sb, ":", 1);
 }
 
 /* The elements of an ownerReferences or managedFields array in struct field order. */
@@ -1286,14 +1225,14 @@ static void meta_reorder_array(const char *v, size_t n, const char *const *order
     size_t pos = 0, eoff, elen;
     bool first = true;
 
-    sb_put(sb, "[", 1);
+    sbuf_put(sb, "[", 1);
     while (kube_json_array_next(v, n, &pos, &eoff, &elen) == 1) {
         const char *e = v + eoff;
         bool efirst = true;
         if (e[0] != '{') {
             continue;
         }
-        sb_put(sb, first ? "{" : ",{", first ? 1 : 2);
+        sbuf_put(sb, first ? "{" : ",{", first ? 1 : 2);
         first = false;
         for (size_t i = 0; order[i]; i++) {
             size_t off, len;
@@ -1301,24 +1240,24 @@ static void meta_reorder_array(const char *v, size_t n, const char *const *order
             if (owners && i < 4) { /* apiVersion, kind, name, uid: no omitempty */
                 sb_member_key(sb, &efirst, order[i]);
                 if (found && e[off] == '"') {
-                    sb_put(sb, e + off, len);
+                    sbuf_put(sb, e + off, len);
                 } else {
-                    sb_put(sb, "\"\"", 2);
+                    sbuf_put(sb, "\"\"", 2);
                 }
             } else if (owners) { /* *bool: kept when a boolean */
                 if (found && (e[off] == 't' || e[off] == 'f')) {
                     sb_member_key(sb, &efirst, order[i]);
-                    sb_put(sb, e + off, len);
+                    sbuf_put(sb, e + off, len);
                 }
             } else if (found && !(len == 4 && memcmp(e + off, "null", 4) == 0) &&
                        !(len == 2 && memcmp(e + off, "\"\"", 2) == 0)) {
                 sb_member_key(sb, &efirst, order[i]);
-                sb_put(sb, e + off, len);
+                sbuf_put(sb, e + off, len);
             }
         }
-        sb_put(sb, "}", 1);
+        sbuf_put(sb, "}", 1);
     }
-    sb_put(sb, "]", 1);
+    sbuf_put(sb, "]", 1);
 }
 
 /*
@@ -1348,7 +1287,7 @@ static void meta_reorder(const char *m, size_t n, const char *rv_override, struc
                                         NULL};
     bool first = true;
 
-    sb_put(sb, "{", 1);
+    sbuf_put(sb, "{", 1);
     for (size_t i = 0; order[i]; i++) {
         size_t off, len;
         const char *k = order[i];
@@ -1360,16 +1299,16 @@ static void meta_reorder(const char *m, size_t n, const char *rv_override, struc
         }
         sb_member_key(sb, &first, k);
         if (rv_override && strcmp(k, "resourceVersion") == 0) {
-            sb_quote(sb, rv_override, strlen(rv_override));
+            sbuf_quote(sb, rv_override, strlen(rv_override));
         } else if (strcmp(k, "ownerReferences") == 0 && m[off] == '[') {
             meta_reorder_array(m + off, len, owner_ref_order, true, sb);
         } else if (strcmp(k, "managedFields") == 0 && m[off] == '[') {
             meta_reorder_array(m + off, len, managed_order, false, sb);
         } else {
-            sb_put(sb, m + off, len);
+            sbuf_put(sb, m + off, len);
         }
     }
-    sb_put(sb, "}", 1);
+    sbuf_put(sb, "}", 1);
 }
 
 /* The object's metadata as AsPartialObjectMetadata encodes it. Built-ins: the stored span
@@ -1434,10 +1373,10 @@ static void pc_table_row(struct pieces *pc, const struct hreq *h, const struct o
 
     cJSON_Delete(obj);
     pc_begin(pc);
-    sb_put(&pc->sb, "{", 1);
-    sb_put(&pc->sb, cells, len);
+    sbuf_put(&pc->sb, "{", 1);
+    sbuf_put(&pc->sb, cells, len);
     free(cells);
-    sb_str(&pc->sb, ",\"object\":");
+    sbuf_str(&pc->sb, ",\"object\":");
     pc_end(pc);
     if (h->neg.incl == INCL_NONE) {
         pc_lit(pc, "null");
@@ -1459,15 +1398,15 @@ static void pc_table_single(struct pieces *pc, const struct hreq *h, const struc
                             bool headers)
 {
     pc_begin(pc);
-    sb_printf(&pc->sb, "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":", meta_gv(&h->neg));
+    sbuf_printf(&pc->sb, "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":", meta_gv(&h->neg));
     if (ov->rv[0]) {
-        sb_str(&pc->sb, "{\"resourceVersion\":");
-        sb_quote(&pc->sb, ov->rv, strlen(ov->rv));
-        sb_str(&pc->sb, "}");
+        sbuf_str(&pc->sb, "{\"resourceVersion\":");
+        sbuf_quote(&pc->sb, ov->rv, strlen(ov->rv));
+        sbuf_str(&pc->sb, "}");
     } else {
-        sb_str(&pc->sb, "{}");
+        sbuf_str(&pc->sb, "{}");
     }
-    sb_str(&pc->sb, ",\"columnDefinitions\":");
+    sbuf_str(&pc->sb, ",\"columnDefinitions\":");
     pc_end(pc);
     pc_lit(pc, headers ? table_columns(&h->neg) : "null");
     pc_lit(pc, ",\"rows\":[");
@@ -1529,12 +1468,12 @@ static bool reply_bad_table_options(struct hreq *h)
     if (h->neg.as != NEG_AS_TABLE || h->neg.incl != INCL_INVALID) {
         return false;
     }
-    sb_quote(&q, v, strlen(v));
+    sbuf_quote(&q, v, strlen(v));
     kstatus_set(&st, 400, "BadRequest",
                 "Unable to convert to Table as requested: includeObject: Invalid value: %s: must "
                 "be 'Metadata', 'Object', 'None', or empty",
                 q.p);
-    sb_free(&q);
+    sbuf_free(&q);
     h->phase = PH_DONE;
     reply_status(h->req, &h->neg, &st);
     return true;
@@ -1650,7 +1589,7 @@ static void list_item(const struct hreq *h, struct listbody *lb, const struct bl
     pieces_resolve(&pc, base);
     memcpy(lb->iov + *n_iov, pc.iov, sizeof(pc.iov[0]) * pc.n);
     *n_iov += pc.n;
-    sb_free(&pc.sb);
+    sbuf_free(&pc.sb);
 }
 
 /*
@@ -1777,29 +1716,29 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
     if (h->neg.as == NEG_AS_TABLE) {
         /* printers and the CRD convertor (metatable.MetaToTableRow) make an empty slice
          * ("rows":[]); rest's default convertor appends to a nil one ("rows":null) */
-        sb_printf(&head,
+        sbuf_printf(&head,
                   "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":%s,"
                   "\"columnDefinitions\":",
                   meta_gv(&h->neg), meta);
-        sb_str(&head, table_columns(&h->neg));
+        sbuf_str(&head, table_columns(&h->neg));
         bool nil_rows = matched == 0 && h->neg.printer == printers_default();
-        sb_str(&head, nil_rows ? ",\"rows\":null" : ",\"rows\":[");
+        sbuf_str(&head, nil_rows ? ",\"rows\":null" : ",\"rows\":[");
         tail = nil_rows ? "}\n" : tail;
     } else if (h->neg.as == NEG_AS_POML) {
         /* asPartialObjectMetadataList appends to a nil slice: "items":null when empty */
-        sb_printf(&head,
+        sbuf_printf(&head,
                   "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"%s\","
                   "\"metadata\":%s,\"items\":%s",
                   meta_gv(&h->neg), meta, matched == 0 ? "null" : "[");
         tail = matched == 0 ? "}\n" : tail;
     } else {
-        sb_str(&head, "{\"kind\":");
-        sb_quote(&head, h->ar->kind.list_kind, strlen(h->ar->kind.list_kind));
-        sb_str(&head, ",\"apiVersion\":");
-        sb_quote(&head, h->ar->api_version, strlen(h->ar->api_version));
-        sb_str(&head, ",\"metadata\":");
-        sb_str(&head, meta);
-        sb_str(&head, ",\"items\":[");
+        sbuf_str(&head, "{\"kind\":");
+        sbuf_quote(&head, h->ar->kind.list_kind, strlen(h->ar->kind.list_kind));
+        sbuf_str(&head, ",\"apiVersion\":");
+        sbuf_quote(&head, h->ar->api_version, strlen(h->ar->api_version));
+        sbuf_str(&head, ",\"metadata\":");
+        sbuf_str(&head, meta);
+        sbuf_str(&head, ",\"items\":[");
     }
     lb->head = head.p;
     lb->iov[0].iov_base = lb->head;
@@ -1961,7 +1900,7 @@ static void getbody_done(void *ctx)
     struct getbody *gb = ctx;
 
     blob_unref(gb->b);
-    sb_free(&gb->pc.sb);
+    sbuf_free(&gb->pc.sb);
     free(gb);
 }
 
@@ -2132,7 +2071,7 @@ static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, 
     pc_lit(&pc, "}\n");
     pieces_resolve(&pc, pc.sb.p);
     rc = emit_pieces(h, buf, max, n, pc.iov, pc.n, pieces_total(&pc));
-    sb_free(&pc.sb);
+    sbuf_free(&pc.sb);
     return rc;
 }
 

@@ -32,6 +32,7 @@
 
 #include "cache/bug.h"
 #include "proxy/k8s_path.h"
+#include "proxy/sbuf.h"
 #include "proxy/kube_json.h"
 #include "proxy/log.h"
 
@@ -863,45 +864,26 @@ static void xfer_detach(void *ctx)
 
 /* ---- building the upstream request ---------------------------------------------------- */
 
-struct strb {
-    char *buf;
-    size_t len;
-    size_t cap;
-};
-
-static void strb_reserve(struct strb *sb, size_t more)
+static void strb_putc(struct sbuf *sb, char c)
 {
-    if (sb->len + more + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 256;
-
-        while (cap < sb->len + more + 1) {
-            cap *= 2;
-        }
-        sb->buf = xrealloc(sb->buf, cap);
-        sb->cap = cap;
-    }
+    sbuf_reserve(sb, 1);
+    sb->p[sb->len++] = c;
+    sb->p[sb->len] = '\0';
 }
 
-static void strb_putc(struct strb *sb, char c)
-{
-    strb_reserve(sb, 1);
-    sb->buf[sb->len++] = c;
-    sb->buf[sb->len] = '\0';
-}
-
-static void strb_query_escape(struct strb *sb, const char *s)
+static void strb_query_escape(struct sbuf *sb, const char *s)
 {
     size_t need = k8s_query_escape(s, NULL, 0);
 
-    strb_reserve(sb, need);
-    k8s_query_escape(s, sb->buf + sb->len, need + 1);
+    sbuf_reserve(sb, need);
+    k8s_query_escape(s, sb->p + sb->len, need + 1);
     sb->len += need;
 }
 
 /* MHD hands the path percent-decoded: encode again what a URL path cannot carry as is
  * (RFC 3986 pchar plus '/'; '%' itself is encoded, so "%2F" in a name survives as "%252F"
  * would not: such names do not exist in Kubernetes). */
-static void strb_path_escape(struct strb *sb, const char *s)
+static void strb_path_escape(struct sbuf *sb, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
 
@@ -923,7 +905,7 @@ static void strb_path_escape(struct strb *sb, const char *s)
  * The caller frees the result. */
 static char *xfer_target(struct http_req *req)
 {
-    struct strb sb = {0};
+    struct sbuf sb = {0};
     size_t n = 0;
     const struct k8s_query_kv *q = http_req_query(req, &n);
 
@@ -936,7 +918,7 @@ static char *xfer_target(struct http_req *req)
             strb_query_escape(&sb, q[i].value);
         }
     }
-    return sb.buf;
+    return sb.p;
 }
 
 static int slist_add(struct curl_slist **list, const char *line)

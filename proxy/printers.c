@@ -23,62 +23,27 @@
 
 #include "cache/bug.h"
 #include "proxy/kube_json.h"
+#include "proxy/sbuf.h"
 
 /* ---- output ---------------------------------------------------------------------------- */
 
-/* A growable string; bounded by what it is fed (one object's fields, one column set). */
-struct pbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-static void pb_reserve(struct pbuf *b, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->len + n + 1) {
-            cap *= 2;
-        }
-        b->p = xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-}
-
-static void pb_put(struct pbuf *b, const char *s, size_t n)
-{
-    pb_reserve(b, n);
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void pb_str(struct pbuf *b, const char *s)
-{
-    pb_put(b, s, strlen(s));
-}
-
 /* Appends <s> as a Go-encoded JSON string. */
-static void pb_quote(struct pbuf *b, const char *s)
+static void pb_quote(struct sbuf *b, const char *s)
 {
-    size_t n = strlen(s), need = kube_json_quote(s, n, NULL, 0);
-
-    pb_reserve(b, need);
-    kube_json_quote(s, n, b->p + b->len, need + 1);
-    b->len += need;
+    sbuf_quote(b, s, strlen(s));
 }
 
 /* The cells of one row: "cells":[ then one value per cell_* call; printers_cells_new
  * closes the array and appends <conditions> (printPod's, for finished pods). */
 struct row {
-    struct pbuf b;
+    struct sbuf b;
     int n;
     const char *conditions; /* ,"conditions":[...] or NULL */
 };
 
 static void cell_sep(struct row *r)
 {
-    pb_str(&r->b, r->n++ > 0 ? "," : "\"cells\":[");
+    sbuf_str(&r->b, r->n++ > 0 ? "," : "\"cells\":[");
 }
 
 static void cell_str(struct row *r, const char *s)
@@ -93,7 +58,7 @@ static void cell_int(struct row *r, long long v)
 
     cell_sep(r);
     snprintf(num, sizeof(num), "%lld", v);
-    pb_str(&r->b, num);
+    sbuf_str(&r->b, num);
 }
 
 /* ---- time ------------------------------------------------------------------------------- */
@@ -420,16 +385,16 @@ static void sl_uniq(struct strlist *l)
     l->n = w;
 }
 
-static void sl_join(const struct strlist *l, const char *sep, struct pbuf *out)
+static void sl_join(const struct strlist *l, const char *sep, struct sbuf *out)
 {
     for (size_t i = 0; i < l->n; i++) {
         if (i > 0) {
-            pb_str(out, sep);
+            sbuf_str(out, sep);
         }
-        pb_str(out, l->v[i]);
+        sbuf_str(out, l->v[i]);
     }
     if (!out->p) {
-        pb_put(out, "", 0);
+        sbuf_put(out, "", 0);
     }
 }
 
@@ -454,7 +419,7 @@ static char *concat3(const char *a, const char *b, const char *c)
 }
 
 /* labels.FormatLabels: the map as sorted "k=v" joined with ",", or "<none>". */
-static void format_labels(const cJSON *map, struct pbuf *out)
+static void format_labels(const cJSON *map, struct sbuf *out)
 {
     struct strlist l = {0};
     const cJSON *e;
@@ -467,7 +432,7 @@ static void format_labels(const cJSON *map, struct pbuf *out)
     sl_join(&l, ",", out);
     if (l.n == 0) {
         out->len = 0;
-        pb_str(out, "<none>");
+        sbuf_str(out, "<none>");
     }
     sl_free(&l);
 }
@@ -485,7 +450,7 @@ static int requirement_text(const cJSON *expr, struct req *out)
     const char *key = jstr(expr, "key"), *op = jstr(expr, "operator");
     const cJSON *vals = jobj(expr, "values"), *v;
     struct strlist l = {0};
-    struct pbuf b = {0};
+    struct sbuf b = {0};
     bool set_op = strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0;
 
     if (!set_op && strcmp(op, "Exists") != 0 && strcmp(op, "DoesNotExist") != 0) {
@@ -500,14 +465,14 @@ static int requirement_text(const cJSON *expr, struct req *out)
         return -EINVAL;
     }
     if (strcmp(op, "DoesNotExist") == 0) {
-        pb_str(&b, "!");
+        sbuf_str(&b, "!");
     }
-    pb_str(&b, key);
+    sbuf_str(&b, key);
     if (set_op) {
-        pb_str(&b, op[0] == 'I' ? " in (" : " notin (");
+        sbuf_str(&b, op[0] == 'I' ? " in (" : " notin (");
         sl_sort(&l); /* safeSort: values print sorted */
         sl_join(&l, ",", &b);
-        pb_str(&b, ")");
+        sbuf_str(&b, ")");
     }
     sl_free(&l);
     out->key = key;
@@ -520,14 +485,14 @@ static int requirement_text(const cJSON *expr, struct req *out)
  * requirements (matchLabels as key=value, then matchExpressions) sorted by key, stably, and
  * joined with ",". Returns 0, or -EINVAL when the conversion fails.
  */
-static int selector_string(const cJSON *sel, struct pbuf *out)
+static int selector_string(const cJSON *sel, struct sbuf *out)
 {
     const cJSON *ml = jobj(sel, "matchLabels"), *me = jobj(sel, "matchExpressions"), *e;
     struct req *reqs;
     size_t n = 0, cap = (size_t)jlen(sel, "matchLabels") + (size_t)jlen(sel, "matchExpressions");
     int rc = 0;
 
-    pb_put(out, "", 0);
+    sbuf_put(out, "", 0);
     if (cap == 0) {
         return 0;
     }
@@ -553,8 +518,8 @@ static int selector_string(const cJSON *sel, struct pbuf *out)
     }
     for (size_t i = 0; i < n; i++) {
         if (rc == 0) {
-            pb_str(out, i > 0 ? "," : "");
-            pb_str(out, reqs[i].text);
+            sbuf_str(out, i > 0 ? "," : "");
+            sbuf_str(out, reqs[i].text);
         }
         free(reqs[i].text);
     }
@@ -563,31 +528,31 @@ static int selector_string(const cJSON *sel, struct pbuf *out)
 }
 
 /* metav1.FormatLabelSelector: "<error>" when it does not convert, "<none>" when empty. */
-static void format_label_selector(const cJSON *sel, struct pbuf *out)
+static void format_label_selector(const cJSON *sel, struct sbuf *out)
 {
     if (selector_string(sel, out) != 0) {
         out->len = 0;
-        pb_str(out, "<error>");
+        sbuf_str(out, "<error>");
     } else if (out->len == 0) {
-        pb_str(out, "<none>");
+        sbuf_str(out, "<none>");
     }
 }
 
 /* layoutContainerCells: names and images of <containers> joined with ",". */
 static void container_cells(struct row *r, const cJSON *containers)
 {
-    struct pbuf names = {0}, images = {0};
+    struct sbuf names = {0}, images = {0};
     const cJSON *c;
     bool first = true;
 
-    pb_put(&names, "", 0);
-    pb_put(&images, "", 0);
+    sbuf_put(&names, "", 0);
+    sbuf_put(&images, "", 0);
     cJSON_ArrayForEach(c, arr_or_null(containers))
     {
-        pb_str(&names, first ? "" : ",");
-        pb_str(&images, first ? "" : ",");
-        pb_str(&names, jstr(c, "name"));
-        pb_str(&images, jstr(c, "image"));
+        sbuf_str(&names, first ? "" : ",");
+        sbuf_str(&images, first ? "" : ",");
+        sbuf_str(&names, jstr(c, "name"));
+        sbuf_str(&images, jstr(c, "image"));
         first = false;
     }
     cell_str(r, names.p);
@@ -605,7 +570,7 @@ static const cJSON *template_containers(const cJSON *spec)
 /* The wide cells of ReplicaSets and Jobs: containers, images, FormatLabelSelector. */
 static void workload_wide_cells(struct row *r, const cJSON *spec)
 {
-    struct pbuf b = {0};
+    struct sbuf b = {0};
 
     container_cells(r, template_containers(spec));
     format_label_selector(jobj(spec, "selector"), &b);
@@ -843,7 +808,7 @@ static void print_namespace(struct row *r, const cJSON *obj, struct ktime now)
 
 /* getServiceExternalIP with wide=true (the apiserver prints wide: no 16-byte clipping). */
 static void service_external_ip(const cJSON *spec, const cJSON *status, const char *type,
-                                struct pbuf *out)
+                                struct sbuf *out)
 {
     struct strlist ext = {0}, lb = {0};
     const cJSON *e;
@@ -861,24 +826,24 @@ static void service_external_ip(const cJSON *spec, const cJSON *status, const ch
     }
     sl_sort(&lb);
     sl_uniq(&lb);
-    pb_put(out, "", 0);
+    sbuf_put(out, "", 0);
     if (strcmp(type, "ClusterIP") == 0 || strcmp(type, "NodePort") == 0) {
         sl_join(&ext, ",", out);
         if (ext.n == 0) {
-            pb_str(out, "<none>");
+            sbuf_str(out, "<none>");
         }
     } else if (strcmp(type, "LoadBalancer") == 0) {
         sl_join(&lb, ",", out);
         if (ext.n > 0) {
-            pb_str(out, lb.n > 0 ? "," : "");
+            sbuf_str(out, lb.n > 0 ? "," : "");
             sl_join(&ext, ",", out);
         } else if (lb.n == 0) {
-            pb_str(out, "<pending>");
+            sbuf_str(out, "<pending>");
         }
     } else if (strcmp(type, "ExternalName") == 0) {
-        pb_str(out, jstr(spec, "externalName"));
+        sbuf_str(out, jstr(spec, "externalName"));
     } else {
-        pb_str(out, "<unknown>");
+        sbuf_str(out, "<unknown>");
     }
     sl_free(&ext);
     sl_free(&lb);
@@ -890,7 +855,7 @@ static void print_service(struct row *r, const cJSON *obj, struct ktime now)
     const cJSON *spec = jobj(obj, "spec"), *p;
     const char *type = jstr(spec, "type")[0] ? jstr(spec, "type") : "ClusterIP";
     const cJSON *ip0 = cJSON_GetArrayItem(jobj(spec, "clusterIPs"), 0);
-    struct pbuf b = {0};
+    struct sbuf b = {0};
     char port[96];
     bool first = true;
 
@@ -908,9 +873,9 @@ static void print_service(struct row *r, const cJSON *obj, struct ktime now)
         } else {
             snprintf(port, sizeof(port), "%lld/", jint(p, "port"));
         }
-        pb_str(&b, first ? "" : ",");
-        pb_str(&b, port);
-        pb_str(&b, proto);
+        sbuf_str(&b, first ? "" : ",");
+        sbuf_str(&b, port);
+        sbuf_str(&b, proto);
         first = false;
     }
     cell_str(r, first ? "<none>" : b.p);
@@ -922,7 +887,7 @@ static void print_service(struct row *r, const cJSON *obj, struct ktime now)
 }
 
 /* findNodeRoles: node-role.kubernetes.io/<role> keys and kubernetes.io/role values. */
-static void node_roles(const cJSON *labels, struct pbuf *out)
+static void node_roles(const cJSON *labels, struct sbuf *out)
 {
     static const char prefix[] = "node-role.kubernetes.io/";
     struct strlist l = {0};
@@ -939,10 +904,10 @@ static void node_roles(const cJSON *labels, struct pbuf *out)
     }
     sl_sort(&l);
     sl_uniq(&l);
-    pb_put(out, "", 0);
+    sbuf_put(out, "", 0);
     sl_join(&l, ",", out);
     if (l.n == 0) {
-        pb_str(out, "<none>");
+        sbuf_str(out, "<none>");
     }
     sl_free(&l);
 }
@@ -971,7 +936,7 @@ static void print_node(struct row *r, const cJSON *obj, struct ktime now)
 {
     const cJSON *status = jobj(obj, "status"), *info = jobj(status, "nodeInfo");
     const cJSON *c, *ready = NULL;
-    struct pbuf b = {0};
+    struct sbuf b = {0};
 
     cJSON_ArrayForEach(c, jobj(status, "conditions"))
     {
@@ -980,12 +945,12 @@ static void print_node(struct row *r, const cJSON *obj, struct ktime now)
         }
     }
     if (!ready) {
-        pb_str(&b, "Unknown");
+        sbuf_str(&b, "Unknown");
     } else {
-        pb_str(&b, strcmp(jstr(ready, "status"), "True") == 0 ? "Ready" : "NotReady");
+        sbuf_str(&b, strcmp(jstr(ready, "status"), "True") == 0 ? "Ready" : "NotReady");
     }
     if (jtrue(jobj(obj, "spec"), "unschedulable")) {
-        pb_str(&b, ",SchedulingDisabled");
+        sbuf_str(&b, ",SchedulingDisabled");
     }
     cell_name(r, obj);
     cell_str(r, b.p);
@@ -1072,7 +1037,7 @@ static void print_event(struct row *r, const cJSON *obj, struct ktime now)
     struct ktime last_t = jtime(jobj(obj, "lastTimestamp"));
     char first[32], last[32];
     long long count = jint(obj, "count");
-    struct pbuf b = {0};
+    struct sbuf b = {0};
     char *msg;
 
     since(first_t.set ? first_t : jtime(jobj(obj, "eventTime")), now, first, sizeof(first));
@@ -1090,23 +1055,23 @@ static void print_event(struct row *r, const cJSON *obj, struct ktime now)
     /* strings.ToLower(kind), for the ASCII kinds Kubernetes has */
     for (const char *k = jstr(inv, "kind"); *k; k++) {
         char ch = *k >= 'A' && *k <= 'Z' ? (char)(*k - 'A' + 'a') : *k;
-        pb_put(&b, &ch, 1);
+        sbuf_put(&b, &ch, 1);
     }
     if (jstr(inv, "name")[0]) {
-        pb_str(&b, "/");
-        pb_str(&b, jstr(inv, "name"));
+        sbuf_str(&b, "/");
+        sbuf_str(&b, jstr(inv, "name"));
     }
-    pb_put(&b, "", 0);
+    sbuf_put(&b, "", 0);
     cell_str(r, last);
     cell_str(r, jstr(obj, "type"));
     cell_str(r, jstr(obj, "reason"));
     cell_str(r, b.p);
     cell_str(r, jstr(inv, "fieldPath"));
     b.len = 0;
-    pb_str(&b, comp);
+    sbuf_str(&b, comp);
     if (inst[0]) {
-        pb_str(&b, ", ");
-        pb_str(&b, inst);
+        sbuf_str(&b, ", ");
+        sbuf_str(&b, inst);
     }
     cell_str(r, b.p);
     msg = trim_space_dup(jstr(obj, "message"));
@@ -1124,7 +1089,7 @@ static void print_replicationcontroller(struct row *r, const cJSON *obj, struct 
 {
     const cJSON *spec = jobj(obj, "spec"), *status = jobj(obj, "status");
     const cJSON *tmpl = jobj(spec, "template"), *sel = jobj(spec, "selector");
-    struct pbuf b = {0};
+    struct sbuf b = {0};
 
     if (cJSON_GetArraySize(obj_or_null(sel)) == 0 &&
         cJSON_IsObject(jobj(meta_of(tmpl), "labels"))) {
@@ -1159,7 +1124,7 @@ static void print_replicaset(struct row *r, const cJSON *obj, struct ktime now)
 static void print_deployment(struct row *r, const cJSON *obj, struct ktime now)
 {
     const cJSON *spec = jobj(obj, "spec"), *status = jobj(obj, "status");
-    struct pbuf b = {0};
+    struct sbuf b = {0};
     char ready[48];
 
     snprintf(ready, sizeof(ready), "%lld/%lld", jint(status, "readyReplicas"),
@@ -1172,7 +1137,7 @@ static void print_deployment(struct row *r, const cJSON *obj, struct ktime now)
     container_cells(r, template_containers(spec));
     if (selector_string(jobj(spec, "selector"), &b) != 0) {
         b.len = 0;
-        pb_str(&b, "<invalid>");
+        sbuf_str(&b, "<invalid>");
     }
     cell_str(r, b.p);
     free(b.p);
@@ -1297,7 +1262,7 @@ static void print_custom(struct row *r, const cJSON *obj, struct ktime now)
     cell_name(r, obj);
     if (!cJSON_IsString(v)) {
         cell_sep(r);
-        pb_str(&r->b, "null");
+        sbuf_str(&r->b, "null");
         return;
     }
     if (v->valuestring[0] && !parse_rfc3339(v->valuestring, &t)) {
@@ -1709,24 +1674,24 @@ static pthread_once_t columns_once = PTHREAD_ONCE_INIT;
 /* Go's encoding of []TableColumnDefinition (name, type, format, description, priority). */
 static void build_one(struct printer *p)
 {
-    struct pbuf b = {0};
+    struct sbuf b = {0};
     char prio[16];
 
-    pb_str(&b, "[");
+    sbuf_str(&b, "[");
     for (size_t i = 0; i < p->n_cols; i++) {
         const struct col *c = &p->cols[i];
-        pb_str(&b, i > 0 ? ",{\"name\":" : "{\"name\":");
+        sbuf_str(&b, i > 0 ? ",{\"name\":" : "{\"name\":");
         pb_quote(&b, c->name);
-        pb_str(&b, ",\"type\":");
+        sbuf_str(&b, ",\"type\":");
         pb_quote(&b, c->type);
-        pb_str(&b, ",\"format\":");
+        sbuf_str(&b, ",\"format\":");
         pb_quote(&b, c->format);
-        pb_str(&b, ",\"description\":");
+        sbuf_str(&b, ",\"description\":");
         pb_quote(&b, c->desc);
         snprintf(prio, sizeof(prio), ",\"priority\":%d}", c->priority);
-        pb_str(&b, prio);
+        sbuf_str(&b, prio);
     }
-    pb_str(&b, "]");
+    sbuf_str(&b, "]");
     p->columns = b.p; /* kept for the process lifetime */
 }
 
@@ -1770,9 +1735,9 @@ char *printers_cells_new(const struct printer *p, const cJSON *obj, int64_t now_
     struct row r = {{NULL, 0, 0}, 0, NULL};
 
     p->print(&r, obj, ktime_of_ns(now_ns));
-    pb_str(&r.b, r.n == 0 ? "\"cells\":[]" : "]");
+    sbuf_str(&r.b, r.n == 0 ? "\"cells\":[]" : "]");
     if (r.conditions) {
-        pb_str(&r.b, r.conditions);
+        sbuf_str(&r.b, r.conditions);
     }
     *len = r.b.len;
     return r.b.p;

@@ -47,7 +47,7 @@ static char *indent_chunked(const char *in, size_t in_chunk, size_t out_chunk)
     for (;;) {
         size_t take = len - pos < in_chunk ? len - pos : in_chunk, used = 0;
         size_t o = indent_run(&st, in + pos, take, &used, buf, out_chunk);
-        sb_put(&sb, buf, o);
+        sbuf_put(&sb, buf, o);
         pos += used;
         if (pos == len && o == 0) {
             break;
@@ -294,7 +294,7 @@ static char *read_gzip_body(struct iovec *iov, size_t n, bool pretty, size_t chu
         b->stage = xmalloc(GZIP_STAGE);
     }
     while ((r = gzip_fill(b, buf, chunk)) > 0) {
-        sb_put(&sb, buf, (size_t)r);
+        sbuf_put(&sb, buf, (size_t)r);
     }
     cr_assert_eq(r, HTTP_STREAM_END);
     hbody_free(b);
@@ -311,16 +311,16 @@ Test(handlers, gzip_reader_round_trips_in_small_reads)
     size_t k = 0;
 
     iov[k++] = (struct iovec){(void *)"{\"items\":[", 10};
-    sb_str(&plain, "{\"items\":[");
+    sbuf_str(&plain, "{\"items\":[");
     for (size_t i = 0; i < n_items; i++) {
         int w = snprintf(item, sizeof(item), "%s{\"metadata\":{\"name\":\"obj-%06zu\"}}",
                          i ? "," : "", i);
         char *copy = strdup(item);
         iov[k++] = (struct iovec){copy, (size_t)w};
-        sb_put(&plain, item, (size_t)w);
+        sbuf_put(&plain, item, (size_t)w);
     }
     iov[k++] = (struct iovec){(void *)"]}\n", 3};
-    sb_str(&plain, "]}\n");
+    sbuf_str(&plain, "]}\n");
 
     char *z = read_gzip_body(iov, k, false, 100, &zlen);
     cr_assert_eq((unsigned char)z[0], 0x1f);
@@ -344,7 +344,7 @@ Test(handlers, gzip_reader_round_trips_in_small_reads)
         free(iov[i].iov_base);
     }
     free(iov);
-    sb_free(&plain);
+    sbuf_free(&plain);
 }
 
 /* ---- PartialObjectMetadata --------------------------------------------------------------- */
@@ -354,7 +354,7 @@ static char *joined(const struct pieces *pc)
     struct sbuf sb = {0};
 
     for (size_t i = 0; i < pc->n; i++) {
-        sb_put(&sb, pc->iov[i].iov_base, pc->iov[i].iov_len);
+        sbuf_put(&sb, pc->iov[i].iov_base, pc->iov[i].iov_len);
     }
     return sb.p;
 }
@@ -378,7 +378,7 @@ Test(handlers, pom_of_a_builtin_is_its_metadata_span)
                           "{\"a\":\"b\"}}}");
     cr_assert_eq(pc.sb.len, 0u, "no byte of a built-in's metadata is rebuilt");
     free(got);
-    sb_free(&pc.sb);
+    sbuf_free(&pc.sb);
 }
 
 Test(handlers, pom_of_a_custom_resource_follows_object_meta_order)
@@ -411,7 +411,7 @@ Test(handlers, pom_of_a_custom_resource_follows_object_meta_order)
                      "\"operation\":\"Update\",\"apiVersion\":\"example.com/v1\",\"fieldsType\":"
                      "\"FieldsV1\",\"fieldsV1\":{}}]}}");
     free(got);
-    sb_free(&pc.sb);
+    sbuf_free(&pc.sb);
 }
 
 Test(handlers, internal_type_names)
