@@ -52,6 +52,7 @@ struct apires_counters {
     atomic_ullong too_old;      /* 410s sent */
     atomic_ullong too_large;    /* 504s sent */
     atomic_ullong not_ready;    /* 429s sent */
+    atomic_ullong terminated;   /* watches ended for lagging (--watch-max-lag) */
     atomic_ullong forwarded;    /* requests passed upstream */
     /* upstream side (the proxy's reflector) */
     atomic_ullong up_lists;     /* LIST requests sent upstream (pages) */

@@ -154,6 +154,8 @@ struct hreq {
     char *wbuf;           /* the server's write buffer as last lent to watch_read */
     size_t wbuf_dirty;    /* bytes at its start that may hold resident pages */
     int64_t last_data_ms; /* when watch_read last returned bytes */
+    int64_t live_ms;      /* when live events began (after any initial events): lag counts
+                             from here, so a resumed watch may replay old events */
     bool released;        /* the write buffer was released once (watch_quiet) */
     uint64_t frames;      /* frames written, not yet added to ar->ctr.frames */
     /* negotiation and bodies */
@@ -2232,6 +2234,37 @@ static void schedule_bookmark(struct hreq *h, int64_t now)
     watch_set_due(h, now);
 }
 
+/* A watch's kernel send buffer (SO_SNDBUF; the kernel doubles it): a slow reader parks at
+ * most this much there, so --watch-max-lag sees its lag (instead of up to 4 MiB absorbing
+ * it) and the writer is called again once a third of it drained. Ample for one watch: 100
+ * events/s of 1 KiB need 100 KiB/s. */
+#define HANDLERS_WATCH_SNDBUF (128 * 1024)
+
+/*
+ * SEMANTICS 2.11: kube-apiserver ends a watcher whose buffer stays full past its dispatch
+ * budget; kwp holds no per-watcher buffer (a cursor into the shared history), so the bound is
+ * on time instead: a watch whose next event has waited longer than --watch-max-lag, counted
+ * from the event's arrival or the start of the live phase, is ended cleanly (no ERROR event)
+ * and the client re-watches from its last resourceVersion. Its memory never grew meanwhile.
+ */
+static bool watch_lagging(struct hreq *h, const struct ring_event *ev, int64_t now)
+{
+    int64_t since = ev->t_ms > h->live_ms ? ev->t_ms : h->live_ms;
+
+    if (h->opts->watch_max_lag_ms <= 0 || now - since <= h->opts->watch_max_lag_ms) {
+        return false;
+    }
+    static struct log_ratelimit rl;
+    log_ratelimited(&rl, 1000, LOG_LEVEL_INFO, "watch",
+                    "resource=%s namespace=\"%s\" lag_ms=%lld last_rv=%llu msg=\"Forcing %s watcher "
+                    "close due to unresponsiveness\"",
+                    resource_name(h->ar->res), h->ns, (long long)(now - since),
+                    (unsigned long long)h->last_rv, resource_name(h->ar->res));
+    atomic_fetch_add(&h->ar->ctr.terminated, 1);
+    h->ending = true;
+    return true;
+}
+
 static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
 {
     size_t n = 0;
@@ -2268,6 +2301,7 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             }
             snapshot_unref(h->initial);
             h->initial = NULL;
+            h->live_ms = now;
         }
         if (h->end_bookmark) {
             if (emit_bookmark(h, buf, max, &n, h->init_rv, true) == EMIT_FULL) {
@@ -2282,6 +2316,9 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             }
         }
         while (h->pend_i < h->pend_n) {
+            if (watch_lagging(h, &h->pend[h->pend_i], now)) {
+                return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+            }
             if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {
                 return (ssize_t)n;
             }
@@ -2390,10 +2427,12 @@ static void start_stream(struct hreq *h)
     int64_t now = clock_mono_ms();
 
     h->phase = PH_STREAM;
+    h->live_ms = now;
     h->counted_open = true;
     atomic_fetch_add(&h->ar->ctr.watches_open, 1);
     schedule_bookmark(h, now);
     http_req_set_stall_timeout(h->req, (unsigned)opt_or(h->opts->watch_stall_s, 10));
+    http_req_set_send_buffer(h->req, HANDLERS_WATCH_SNDBUF);
     http_reply_stream(h->req, 200, "application/json", watch_read, h);
 }
 

@@ -19,6 +19,11 @@
 /* Hands a request to upstream (proxy passthrough). */
 typedef void handlers_forward_fn(void *app, struct http_req *req);
 
+/* --watch-max-lag's default: kube-apiserver's bound is tighter (its per-watcher buffer of
+ * 10-1000 events plus a 100 ms budget, SEMANTICS 2.11); 10 s keeps a busy shared machine from
+ * ending watches that merely ran behind for a moment. */
+#define HANDLERS_MAX_LAG_DEFAULT_MS 10000
+
 struct handlers_opts {
     bool authoritative;              /* the simulator: rv unset/Exact/continue served here */
     handlers_forward_fn *forward;    /* NULL: nothing to forward to */
@@ -30,6 +35,8 @@ struct handlers_opts {
     bool local_too_large;            /* wait too_large_wait_ms and answer 504 ourselves */
     int64_t watch_stall_s;           /* end a watch whose client accepts no byte this long
                                         while events wait for it (default 10 s) */
+    int64_t watch_max_lag_ms;        /* end a watch whose next event has waited longer than
+                                        this (SEMANTICS 2.11); 0 = only the history window */
 };
 
 /*

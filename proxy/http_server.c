@@ -930,6 +930,16 @@ void http_req_set_stall_timeout(struct http_req *req, unsigned seconds)
     MHD_set_connection_option(req->conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
+void http_req_set_send_buffer(struct http_req *req, int bytes)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+    if (ci != NULL && setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0) {
+        log_debug("http", "msg=\"SO_SNDBUF: %s\"", strerror(errno));
+    }
+}
+
 void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn)
 {
     req->state = state;

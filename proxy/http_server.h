@@ -95,6 +95,14 @@ int64_t http_req_start_ms(const struct http_req *req);
  */
 void http_req_set_stall_timeout(struct http_req *req, unsigned seconds);
 
+/*
+ * Fixes the connection's kernel send buffer at <bytes> (the kernel doubles it), which turns
+ * off its autotuning (up to net.ipv4.tcp_wmem's 4 MiB here). For a long stream: bounds what a
+ * slow reader parks in the kernel, and keeps the writer's view of its progress close to the
+ * client's. Call from the handle function.
+ */
+void http_req_set_send_buffer(struct http_req *req, int bytes);
+
 /* App state attached to the request; freed with <free_fn> at completion. */
 void http_req_set_state(struct http_req *req, void *state, http_state_free_fn *free_fn);
 void *http_req_state(const struct http_req *req);

@@ -65,6 +65,7 @@ struct proxy_opts {
     int64_t history_window_ms;
     int64_t bookmark_interval_ms;
     int64_t watch_stall_ms;
+    int64_t watch_max_lag_ms;
     int64_t watch_wake_ms;
     int64_t threads;
     int64_t max_connections;
@@ -611,6 +612,7 @@ static void serve_metrics(struct proxy *p, struct http_req *req)
         {"kwp_frames_sent_total", "counter", "Watch events written to downstream watches.", offsetof(struct apires_counters, frames)},
         {"kwp_too_old_total", "counter", "410 too old resource version answers.", offsetof(struct apires_counters, too_old)},
         {"kwp_too_large_total", "counter", "504 Too large resource version answers.", offsetof(struct apires_counters, too_large)},
+        {"kwp_terminated_watchers_total", "counter", "Watches ended because their next event waited longer than --watch-max-lag.", offsetof(struct apires_counters, terminated)},
         {"kwp_not_ready_total", "counter", "429 storage is (re)initializing answers.", offsetof(struct apires_counters, not_ready)},
         {"kwp_forwarded_total", "counter", "Requests for this resource passed upstream.", offsetof(struct apires_counters, forwarded)},
     };
@@ -833,6 +835,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->history_window_ms = RING_FRESH_MS_DEFAULT;
     o->bookmark_interval_ms = 60000;
     o->watch_stall_ms = 10000;
+    o->watch_max_lag_ms = HANDLERS_MAX_LAG_DEFAULT_MS;
     o->watch_wake_ms = HTTP_DEFAULT_RESUME_INTERVAL_MS;
     o->threads = 2;
     o->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
@@ -922,6 +925,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     p->hopts.bookmark_interval_ms = o->bookmark_interval_ms;
     p->hopts.freshness_wait_ms = o->freshness_wait_ms;
     p->hopts.watch_stall_s = (o->watch_stall_ms + 999) / 1000;
+    p->hopts.watch_max_lag_ms = o->watch_max_lag_ms;
     p->hopts.local_too_large = strcmp(o->too_large_rv, "local") == 0;
     if (discover(p, PROXY_START_TIMEOUT_MS) == 0) {
         atomic_store(&p->upstream_ok, true);
@@ -1046,6 +1050,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
         so.objects = demo_objects;
         so.churn = demo_churn;
         so.bookmark_interval_ms = o->bookmark_interval_ms;
+        so.watch_max_lag_ms = o->watch_max_lag_ms;
         s = sim_start(&so, err, sizeof(err));
         if (!s) {
             fprintf(stderr, "kwp: cannot start the embedded simulator: %s\n", err);
@@ -1093,6 +1098,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"history-window", CFG_DURATION, &(o).history_window_ms, 0, 0, "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"}, \
     {"bookmark-interval", CFG_DURATION, &(o).bookmark_interval_ms, 1000, 3600000, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"}, \
     {"watch-stall-timeout", CFG_DURATION, &(o).watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"}, \
+    {"watch-max-lag", CFG_DURATION, &(o).watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long (it re-watches from its last resourceVersion); 0 = only when it leaves the history window (default 10s)"}, \
     {"watch-wake-interval", CFG_DURATION, &(o).watch_wake_ms, 0, 1000, "with 2048+ requests in flight, wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"}, \
     {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default 2)"}, \
     {"max-connections", CFG_INT, &(o).max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"}, \

@@ -1268,6 +1268,7 @@ void sim_opts_defaults(struct sim_opts *o)
     o->compaction_interval_ms = 5 * 60 * 1000;
     o->history_events = 10000;
     o->bookmark_interval_ms = 60000;
+    o->watch_max_lag_ms = HANDLERS_MAX_LAG_DEFAULT_MS;
     o->threads = 1;
     o->max_body = HTTP_DEFAULT_MAX_BODY;
 }
@@ -1325,6 +1326,7 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     }
     s->hopts.authoritative = true;
     s->hopts.bookmark_interval_ms = o->bookmark_interval_ms;
+    s->hopts.watch_max_lag_ms = o->watch_max_lag_ms;
     s->hopts.local_too_large = true;
     seed(s);
     hso.listen = o->listen;
@@ -1404,6 +1406,7 @@ int sim_main(int argc, char **argv)
         {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0, "compact history this often, 0 = never (default 5m)"},
         {"history-events", CFG_INT, &o.history_events, 1, 100000000, "revisions kept by compaction and per-resource history (default 10000)"},
         {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
+        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long; 0 = only when it leaves the history (default 10s)"},
         {"resource", CFG_LIST, &o.resources, 0, 0, "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
         {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
         {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024, "pad generated objects to about this size with a kwp.io/pad annotation (default: no padding, pods ~1.1 KB)"},

@@ -29,6 +29,7 @@ struct sim_opts {
     int64_t compaction_interval_ms;/* 0 = never */
     int64_t history_events;        /* revisions kept by compaction and per resource history */
     int64_t bookmark_interval_ms;
+    int64_t watch_max_lag_ms;      /* end a watch whose next event waited longer (0 = never) */
     int64_t threads;               /* HTTP worker threads */
     int64_t max_body;              /* request body cap */
     bool stamp;                    /* write a kwp.io/stamp-ns annotation on every change */

@@ -1751,6 +1751,105 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/*
+ * Issue 5 "no watcher starved, max lag bounded" / SEMANTICS 2.11: a client that keeps reading,
+ * but slower than its events arrive, is not caught by the stall timeout; --watch-max-lag ends
+ * its watch cleanly (terminating chunk, no ERROR event) once its next event has waited that
+ * long, with events in order up to there and a re-watch from its last resourceVersion served.
+ * The fast watcher on the same resource is left alone.
+ */
+Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
+{
+    enum { MAXEV = 200000 };
+    static struct tv ev[MAXEV];
+    struct srv sim, px;
+    struct watch *fast, *again;
+    struct bytes raw = {0}, body = {0};
+    uint64_t t0, polled, v = 0, last = 0;
+    size_t got = 0, n, i;
+    char path[160];
+    char buf[2048];
+    bool ok;
+    int fd;
+
+    /* ~1.4 MB/s of ~4.5 KB pods; history large enough that the window never ends the watch */
+    sim_up(&sim, ARGS("--objects", "20", "--namespaces", "1", "--churn", "300", "--object-bytes",
+                      "4096", "--bookmark-interval", "10m"));
+    proxy_up(&px, sim.url,
+             ARGS("--resources", "pods", "--watch-max-lag", "2s", "--history-min", "100000",
+                  "--history-max", "100000", "--history-window", "0"));
+    fast = api_watch(px.url, "/api/v1/pods?watch=1&resourceVersion=0", 200);
+    /* from a live rv: every event is live, so they come in rv order */
+    last = sim_stat(&sim, "revision");
+    WAIT_FOR(ok, metric_try(&px, "kwp_resource_version", "pods", &v) && v >= last, REQ_MS);
+    cr_assert(ok, "the proxy reached rv %" PRIu64, last);
+    v = 0;
+    snprintf(path, sizeof(path), "/api/v1/pods?watch=1&resourceVersion=%" PRIu64, last);
+    fd = raw_get(px.url, 4096, path);
+
+    /* read ~100 KB/s: a byte always moves, so only the lag rule can end this watch */
+    t0 = polled = http_now_ms();
+    while (http_now_ms() - t0 < 90000) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        ssize_t k = poll(&pf, 1, 20) > 0 ? recv(fd, buf, sizeof(buf), 0) : 0;
+
+        cr_assert_geq(k, 0, "slow reader: %s", strerror(errno));
+        bytes_add(&raw, buf, (size_t)k);
+        nap(20);
+        if (http_now_ms() - polled >= 500) {
+            polled = http_now_ms();
+            if (metric_try(&px, "kwp_terminated_watchers_total", "pods", &v) && v > 0) {
+                break;
+            }
+        }
+    }
+    cr_assert_eq(v, 1u, "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
+                 "slow reading (%zu bytes)", v, http_now_ms() - t0, raw.len);
+    cr_log_info("lagging reader ended after %" PRIu64 " ms, %zu bytes read slowly",
+                http_now_ms() - t0, raw.len);
+
+    /* what the socket still holds, then the response's end: kept alive, so idle ends it */
+    cr_assert_eq(drain(fd, &raw, 3000, 60000, &got), DRAIN_IDLE);
+    close(fd);
+    cr_assert(raw.len > 5 && memcmp(raw.d + raw.len - 5, "0\r\n\r\n", 5) == 0,
+              "the stream did not end with the terminating chunk: ...%.40s",
+              raw.d + (raw.len > 40 ? raw.len - 40 : 0));
+    dechunk(&raw, &body);
+    cr_assert(body.len > 0 && body.d[body.len - 1] == '\n', "the last event is whole");
+    n = body_events(&body, ev, MAXEV);
+    cr_assert_gt(n, 20u, "%zu events before the end", n);
+    for (i = 0; i < n; i++) {
+        cr_assert_neq(ev[i].type, 'E', "an ERROR event at %zu: the end must be clean", i);
+        cr_assert_gt(ev[i].rv, last, "event %zu: rv %" PRIu64 " after %" PRIu64, i, ev[i].rv,
+                     last);
+        last = ev[i].rv;
+    }
+
+    /* the client re-watches from its last rv: served from history, the next event follows */
+    snprintf(path, sizeof(path), "/api/v1/pods?watch=1&resourceVersion=%" PRIu64, last);
+    again = api_watch(px.url, path, 200);
+    cr_assert_eq(watch_wait_lines(again, 1, REQ_MS), 0, "the re-watch got no event");
+    {
+        struct api_ev e;
+
+        api_ev_parse(watch_line(again, 0, NULL), &e);
+        cr_assert_str_neq(e.type, "ERROR", "re-watch from %" PRIu64 ": %s", last,
+                          watch_line(again, 0, NULL));
+        cr_assert_gt(e.rv, last);
+        api_ev_free(&e);
+    }
+    watch_close(again);
+    cr_assert_not(watch_ended(fast, NULL, NULL), "the fast watcher is still streaming");
+    cr_assert_eq(metric(&px, "kwp_terminated_watchers_total", "pods"), 1u,
+                 "only the lagging watch was ended");
+    cr_assert(proc_log_has(px.p, "Forcing pods watcher close due to unresponsiveness"),
+              "no log line for the ended watch");
+    watch_close(fast);
+    free(raw.d);
+    free(body.d);
+    stop_both(&px, &sim);
+}
+
 /* ====================================================================================== */
 /* bad input, unavailable upstreams, shutdown                                             */
 /* ====================================================================================== */

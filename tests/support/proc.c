@@ -77,6 +77,34 @@ const char *proc_log_path(const struct proc *p)
     return p ? p->err_log : "";
 }
 
+bool proc_log_has(const struct proc *p, const char *needle)
+{
+    enum { CAP = 16 << 20 };
+    struct stat st;
+    char *buf;
+    ssize_t n;
+    bool found;
+    int fd;
+
+    fd = p ? open(p->err_log, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd == -1 || fstat(fd, &st) != 0) {
+        if (fd != -1) {
+            close(fd);
+        }
+        return false;
+    }
+    /* the last CAP bytes at most: a test's log is far smaller */
+    if (st.st_size > CAP) {
+        (void)lseek(fd, st.st_size - CAP, SEEK_SET);
+    }
+    buf = malloc(CAP + 1);
+    n = buf ? read(fd, buf, CAP) : -1;
+    close(fd);
+    found = n > 0 && (buf[n] = '\0', memmem(buf, (size_t)n, needle, strlen(needle)) != NULL);
+    free(buf);
+    return found;
+}
+
 void proc_dump_log(const struct proc *p, size_t max_bytes)
 {
     char buf[4096];

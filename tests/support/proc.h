@@ -17,6 +17,7 @@
 #ifndef KWP_SUPPORT_PROC_H
 #define KWP_SUPPORT_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct proc;
@@ -65,6 +66,9 @@ int proc_pid(const struct proc *p);
 
 /* Path of the child's stderr log (lent; valid until proc_stop). */
 const char *proc_log_path(const struct proc *p);
+
+/* Whether the child's stderr log (its last 16 MiB) holds <needle>. */
+bool proc_log_has(const struct proc *p, const char *needle);
 
 /* Prints the last <max_bytes> bytes of the child's stderr log to stderr, with its path. */
 void proc_dump_log(const struct proc *p, size_t max_bytes);
