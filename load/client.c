@@ -830,6 +830,10 @@ static int on_head(struct engine *e, struct conn *c)
         if (!c->opened_once) {
             c->opened_once = true;
             st->watchers_opened++;
+            if (e->o->warmup_after_open && st->watchers_opened == (uint64_t)e->o->watchers &&
+                e->now_ns + e->o->warmup_ms * NS_PER_MS < e->warm_ns) {
+                e->warm_ns = e->now_ns + e->o->warmup_ms * NS_PER_MS; /* later than now */
+            }
         }
         c->counted_open = true;
         e->open_now++;
@@ -1350,6 +1354,9 @@ int client_run(const struct client_opts *o, struct client_stats *st)
     e.t0_ns = e.now_ns;
     e.end_ns = e.t0_ns + o->duration_ms * NS_PER_MS;
     e.warm_ns = e.t0_ns + o->warmup_ms * NS_PER_MS;
+    if (o->warmup_after_open && o->watchers > 0 && o->duration_ms / 2 > o->warmup_ms) {
+        e.warm_ns = e.t0_ns + o->duration_ms / 2 * NS_PER_MS; /* until every watcher is open */
+    }
     e.next_tick_ns = e.t0_ns + NS_PER_S;
     e.next_list_ns = e.t0_ns;
     e.prev_tick_ns = e.t0_ns;
@@ -1367,6 +1374,7 @@ int client_run(const struct client_opts *o, struct client_stats *st)
     }
     st->elapsed_s = (double)(e.stop_ns - e.t0_ns) / NS_PER_S;
     st->measured_s = e.stop_ns > e.warm_ns ? (double)(e.stop_ns - e.warm_ns) / NS_PER_S : 0;
+    st->measured_from_s = (double)(e.warm_ns - e.t0_ns) / NS_PER_S;
 
     for (size_t i = 0; i < e.n_watchers; i++) {
         conn_close(&e, &e.watchers[i]);

@@ -592,6 +592,7 @@ static int setup(struct load_cfg *cfg, struct client_opts *o, char *host_hdr, si
     o->start_rv = cfg->p.start_rv && *cfg->p.start_rv ? cfg->p.start_rv : NULL;
     o->duration_ms = cfg->p.duration_ms;
     o->warmup_ms = cfg->p.warmup_ms;
+    o->warmup_after_open = cfg->p.warmup_after_open;
     o->drain_ms = cfg->drain_ms;
     o->backoff_ms = cfg->backoff_ms;
     o->backoff_max_ms =
@@ -637,6 +638,9 @@ int load_main(int argc, char **argv)
          "watchers started per second, 0 = all at once (default 1000)"},
         {"warmup", CFG_DURATION, &cfg.p.warmup_ms, 0, 86400000,
          "events before this are not measured (default 0)"},
+        {"warmup-after-open", CFG_BOOL, &cfg.p.warmup_after_open, 0, 0,
+         "--warmup counts from the moment every watcher is open (steady state: no ramp, no "
+         "initial LISTs in the figures); at the latest from half the run"},
         {"initial", CFG_STR, &cfg.p.initial, 0, 0,
          "list (LIST rv=0, then WATCH) or watchlist (sendInitialEvents) (default list)"},
         {"start-rv", CFG_STR, &cfg.p.start_rv, 0, 0,

@@ -161,7 +161,10 @@ void report_summary(FILE *f, const struct report_params *p, const struct client_
     if (p->watchers > 0) {
         fprintf(f, "kwp load: %lld watchers on %s%s for %.1fs (ramp %lld/s, initial %s%s%s)%s\n",
                 (long long)p->watchers, p->target, p->path, st->elapsed_s, (long long)p->ramp_per_s,
-                p->initial, p->warmup_ms > 0 ? ", warmup excluded" : "",
+                p->initial,
+                p->warmup_after_open ? ", measured once every watcher was open"
+                : p->warmup_ms > 0   ? ", warmup excluded"
+                                     : "",
                 p->start_rv ? ", from a given rv" : "", st->interrupted ? " INTERRUPTED" : "");
     } else {
         fprintf(f, "kwp load: LISTs on %s%s for %.1fs%s\n", p->target, p->path, st->elapsed_s,
@@ -287,6 +290,7 @@ static void add_params(cJSON *root, const struct report_params *p)
     add_num(o, "duration_s", (double)p->duration_ms / 1000.0);
     add_num(o, "ramp_per_s", (double)p->ramp_per_s);
     add_num(o, "warmup_s", (double)p->warmup_ms / 1000.0);
+    cJSON_AddBoolToObject(o, "warmup_after_open", p->warmup_after_open);
     add_str(o, "initial", p->initial);
     add_str(o, "start_rv", p->start_rv);
     add_num(o, "lists_per_s", (double)p->lists_per_s);
@@ -313,6 +317,7 @@ static void add_watch(cJSON *root, const struct report_params *p, const struct c
     add_num(e, "waiting", st->end_waiting);
     add_num(o, "events", (double)st->events);
     add_num(o, "events_per_s", per_s(st->events, st->measured_s));
+    add_num(o, "measured_from_s", st->measured_from_s);
     add_num(o, "bytes", (double)st->bytes);
     add_num(o, "bytes_per_s", per_s(st->bytes, st->measured_s));
     add_num(o, "event_bytes", (double)st->event_bytes);

@@ -38,6 +38,7 @@ struct report_params {
     int64_t duration_ms;
     int64_t ramp_per_s;
     int64_t warmup_ms;
+    bool warmup_after_open; /* --warmup counts from the moment every watcher is open */
     const char *initial; /* "list" or "watchlist" */
     const char *start_rv;
     int64_t lists_per_s;

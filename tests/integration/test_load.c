@@ -275,6 +275,31 @@ Test(load, fifty_watchers_on_a_stamping_sim, .timeout = T_TIMEOUT)
     srv_stop(&sim, "kwp sim");
 }
 
+/* --warmup-after-open: the measured window starts --warmup after the last watcher opened (here
+ * no earlier than 1.9 s + 1 s: 20 watchers at 10/s), so a ramp's replays are not measured. */
+Test(load, warmup_after_open_measures_the_steady_state, .timeout = T_TIMEOUT)
+{
+    struct srv sim;
+    struct run r;
+
+    srv_start(&sim, "sim", ARGS("--stamp", "--churn", "200"));
+    load_run(&r, sim.url,
+             ARGS("--watchers", "20", "--ramp", "10", "--duration", "6s", "--warmup", "1s",
+                  "--warmup-after-open", "--quiet"));
+    expect_healthy_watch(&r, 20);
+    cr_assert_geq(jnum(&r, "watch.measured_from_s"), 2.9, "measured before every watcher opened");
+    cr_assert_lt(jnum(&r, "watch.measured_from_s"), 6.0);
+    cr_assert_gt(jnum(&r, "watch.warmup_events"), 0, "the ramp's events are counted apart");
+    run_free(&r);
+    /* without it, the window starts at --warmup from the start */
+    load_run(&r, sim.url, ARGS("--watchers", "20", "--ramp", "10", "--duration", "3s", "--warmup",
+                               "1s", "--quiet"));
+    cr_assert_eq(r.status, 0);
+    cr_assert_float_eq(jnum(&r, "watch.measured_from_s"), 1.0, 0.001);
+    run_free(&r);
+    srv_stop(&sim, "kwp sim");
+}
+
 Test(load, too_old_rv_counts_410s_and_relists, .timeout = T_TIMEOUT)
 {
     struct srv sim;
