@@ -5,11 +5,13 @@
  * never while calling MHD, curl or the logger). Entries are never removed before shutdown,
  * so a pointer returned by the registry stays valid for the life of the process.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "proxy/proxy.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -824,6 +826,20 @@ static void *tick_main(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
 
+/* One HTTP worker per core this process may run on (its affinity mask), 1 to 64. */
+static int64_t cores_available(void)
+{
+    cpu_set_t set;
+    int n;
+
+    CPU_ZERO(&set);
+    n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (n <= 0) {
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    return n < 1 ? 1 : n > 64 ? 64 : n;
+}
+
 static void opts_defaults(struct proxy_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -837,7 +853,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->watch_stall_ms = 10000;
     o->watch_max_lag_ms = HANDLERS_MAX_LAG_DEFAULT_MS;
     o->watch_wake_ms = HTTP_DEFAULT_RESUME_INTERVAL_MS;
-    o->threads = 2;
+    o->threads = cores_available();
     o->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
     o->conn_memory = HTTP_DEFAULT_CONN_MEMORY;
     o->max_body = HTTP_DEFAULT_MAX_BODY;
@@ -1079,7 +1095,8 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
                url, http_server_url(p->srv), http_server_url(p->srv), http_server_url(p->srv));
     }
     fflush(stdout);
-    log_info("proxy", "url=%s upstream=%s msg=\"proxy ready\"", http_server_url(p->srv), url);
+    log_info("proxy", "url=%s upstream=%s threads=%lld msg=\"proxy ready\"",
+             http_server_url(p->srv), url, (long long)o->threads);
     sigwait(&set, &sig);
     log_info("proxy", "signal=%d msg=\"shutting down\"", sig);
     proxy_stop(p);
@@ -1100,7 +1117,7 @@ static int run(struct proxy_opts *o, bool demo, int64_t demo_objects, int64_t de
     {"watch-stall-timeout", CFG_DURATION, &(o).watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"}, \
     {"watch-max-lag", CFG_DURATION, &(o).watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long (it re-watches from its last resourceVersion); 0 = only when it leaves the history window (default 10s)"}, \
     {"watch-wake-interval", CFG_DURATION, &(o).watch_wake_ms, 0, 1000, "with 2048+ requests in flight, wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"}, \
-    {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default 2)"}, \
+    {"threads", CFG_INT, &(o).threads, 1, 64, "HTTP worker threads (default: one per core it may run on, at most 64)"}, \
     {"max-connections", CFG_INT, &(o).max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"}, \
     {"conn-memory", CFG_SIZE, &(o).conn_memory, 4096, 16777216, "per-connection memory pool: headers and write buffer (default 32Ki)"}, \
     {"max-body", CFG_SIZE, &(o).max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"}, \

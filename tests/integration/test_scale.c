@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -551,6 +552,38 @@ Test(scale, open_file_limit_caps_connections_and_says_so, .timeout = T_TIMEOUT)
                                    "nofile_hard=300"),
                        "the cap in the log:\n%s", log);
     cr_assert_not_null(strstr(log, "raise the hard limit"));
+    stop(&px, "kwp proxy");
+    stop(&sim, "kwp sim");
+}
+
+/* Whether <p>'s log shows <needle> within READY_MS (the log line may trail readiness). */
+static bool log_shows(const struct proc *p, const char *needle)
+{
+    uint64_t end = http_now_ms() + READY_MS;
+
+    while (!proc_log_has(p, needle) && http_now_ms() < end) {
+        nap_ms(50);
+    }
+    return proc_log_has(p, needle);
+}
+
+/* The HTTP workers default to one per core the proxy may run on (its affinity mask). */
+Test(scale, http_workers_default_to_the_cores_it_may_run_on, .timeout = T_TIMEOUT)
+{
+    struct srv sim, px;
+    cpu_set_t one;
+
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    start(&sim, "sim", NULL, ARGS("--objects", "1", "--churn", "0"));
+    /* inherited by the proxy only: this test runs in a process of its own */
+    cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0, "sched_setaffinity: %s",
+                 strerror(errno));
+    start(&px, "proxy", sim.url, ARGS("--resources", "pods"));
+    cr_assert(log_shows(px.p, "threads=1 msg=\"proxy ready\""), "one core, one worker");
+    stop(&px, "kwp proxy");
+    start(&px, "proxy", sim.url, ARGS("--resources", "pods", "--threads", "3"));
+    cr_assert(log_shows(px.p, "threads=3 msg=\"proxy ready\""), "--threads wins");
     stop(&px, "kwp proxy");
     stop(&sim, "kwp sim");
 }
