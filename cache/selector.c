@@ -59,7 +59,7 @@
 
 /* --- the parsed form ----------------------------------------------------------------------- */
 
-/* Which matcher applies: labels read b->labels, fields read b->fields plus name/ns. */
+/* Which matcher applies: labels read blob_label, fields blob_field plus name/ns. */
 enum sel_kind {
     SEL_LABELS = 0,
     SEL_FIELDS,
@@ -1236,30 +1236,9 @@ out:
 
 /* --- matching ------------------------------------------------------------------------------ */
 
-static int kv_key_cmp(const void *key, const void *elem)
-{
-    return strcmp(key, ((const struct blob_kv *)elem)->key);
-}
-
 static int str_cmp(const void *key, const void *elem)
 {
     return strcmp(key, *(const char *const *)elem);
-}
-
-/* Looks <key> up in a strcmp-sorted kv array (the blob's labels or fields), by hand on the
- * public fields rather than through blob.c. Returns NULL when absent. */
-static const char *kv_find(const struct blob_kv *kv, size_t n, const char *key)
-{
-    const struct blob_kv *hit;
-
-    if (n == 0) {
-        return NULL;
-    }
-    hit = bsearch(key, kv, n, sizeof(*kv), kv_key_cmp);
-    if (hit == NULL) {
-        return NULL;
-    }
-    return hit->val != NULL ? hit->val : "";
 }
 
 /* Requirement.hasValue; the values are sorted, so a binary search replaces Go's loop. */
@@ -1273,7 +1252,7 @@ static bool req_has_value(const struct sel_req *req, const char *v)
  * hold when it is absent; > and < need it present and an integer (else no match). */
 static bool label_req_match(const struct sel_req *req, const struct blob *b)
 {
-    const char *v = kv_find(b->labels, b->n_labels, req->key);
+    const char *v = blob_label(b, req->key);
     int64_t num;
 
     switch (req->op) {
@@ -1310,7 +1289,7 @@ static bool field_req_match(const struct sel_req *req, const struct blob *b)
     } else if (strcmp(req->key, "metadata.namespace") == 0) {
         v = b->ns;
     } else {
-        v = kv_find(b->fields, b->n_fields, req->key);
+        v = blob_field(b, req->key);
     }
     if (v == NULL) {
         v = "";

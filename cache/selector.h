@@ -43,8 +43,9 @@ void selector_free(struct selector *sel); /* NULL-safe */
 /* True when the selector selects everything (no requirements). NULL-safe (true). */
 bool selector_is_empty(const struct selector *sel);
 
-/* Label selectors match against b->labels; field selectors against b->fields plus
- * "metadata.name" (b->name) and "metadata.namespace" (b->ns). NULL sel matches all. */
+/* Label selectors match against the blob's labels (blob_label); field selectors against its
+ * fields (blob_field) plus "metadata.name" (b->name) and "metadata.namespace" (b->ns).
+ * NULL sel matches all; a NULL blob has no labels, no fields, and "" for name and ns. */
 bool selector_match(const struct selector *sel, const struct blob *b);
 
 /* Number of field requirements, and the i-th one's field name (to check field labels are

@@ -30,18 +30,21 @@ static void check_err(const struct selector *sel, const char *err, size_t err_le
 
 static void exercise(const struct selector *sel)
 {
-    struct blob b;
+    struct blob_meta m = {.ns = "default",
+                          .name = "pod1",
+                          .labels = labels,
+                          .n_labels = sizeof(labels) / sizeof(labels[0]),
+                          .fields = fields,
+                          .n_fields = sizeof(fields) / sizeof(fields[0])};
+    struct blob *b = blob_new("{}", 2, &m);
     size_t n = selector_count(sel);
 
-    memset(&b, 0, sizeof(b));
-    b.name = "pod1";
-    b.ns = "default";
-    b.labels = labels;
-    b.n_labels = sizeof(labels) / sizeof(labels[0]);
-    b.fields = fields;
-    b.n_fields = sizeof(fields) / sizeof(fields[0]);
-    (void)selector_match(sel, &b);
+    if (b == NULL) {
+        abort();
+    }
+    (void)selector_match(sel, b);
     (void)selector_match(sel, NULL);
+    blob_unref(b);
     if (selector_is_empty(sel) != (n == 0)) {
         abort();
     }

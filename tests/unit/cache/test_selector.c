@@ -4,7 +4,7 @@
  * Expected error texts are kube-apiserver's, built from apimachinery's
  * pkg/labels/selector.go, pkg/fields/selector.go, pkg/api/validate/content (IsLabelKey,
  * IsLabelValue, RegexError, MaxLenError) and pkg/util/validation/field/errors.go.
- * Blobs are built by filling the public fields (labels/fields sorted by key).
+ * Blobs are built with blob_new, as the store holds them.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -42,21 +42,18 @@ static const struct blob_kv kv_kw[] = {{"in", "in"}, {"notin", "x"}, {"num", "-5
 static const struct blob_kv kv_int[] = {
     {"bad", "abc"}, {"n", "9223372036854775807"}, {"zero", "0"}};
 
-static struct blob lbl(const struct blob_kv *kv, size_t n)
+static struct blob *lbl(const struct blob_kv *kv, size_t n)
 {
-    struct blob b;
+    struct blob *b =
+        blob_new("{}", 2, &(struct blob_meta){.name = "x", .labels = kv, .n_labels = n});
 
-    memset(&b, 0, sizeof(b));
-    b.name = "x";
-    b.ns = "";
-    b.labels = kv;
-    b.n_labels = n;
+    cr_assert_not_null(b);
     return b;
 }
 
 enum set { S_NONE = 0, S_WEB, S_DB, S_KW, S_INT };
 
-static struct blob label_blob(enum set s)
+static struct blob *label_blob(enum set s)
 {
     switch (s) {
     case S_WEB:
@@ -158,13 +155,14 @@ Test(selector, label_match_table)
     for (size_t i = 0; i < N(label_cases); i++) {
         const struct match_case *c = &label_cases[i];
         struct selector *sel = selector_parse_labels(c->sel, err, sizeof(err));
-        struct blob b = label_blob(c->set);
+        struct blob *b = label_blob(c->set);
 
         cr_assert_not_null(sel, "case %zu '%s': %s", i, c->sel, err);
         cr_expect_str_empty(err, "case %zu", i);
-        cr_expect_eq(selector_match(sel, &b), c->want, "case %zu '%s' on set %d: want %d", i,
+        cr_expect_eq(selector_match(sel, b), c->want, "case %zu '%s' on set %d: want %d", i,
                      c->sel, c->set, c->want);
         selector_free(sel);
+        blob_unref(b);
     }
 }
 
@@ -337,7 +335,7 @@ Test(selector, big_in_list_is_sorted_and_deduplicated)
     char *s = malloc(cap + 1);
     size_t len = 0;
     struct selector *sel;
-    struct blob b = label_blob(S_INT);
+    struct blob *b = label_blob(S_INT);
 
     len += (size_t)snprintf(s, cap, "zero in (");
     for (unsigned i = 3000; i > 0 && len + 16 < cap; i--) {
@@ -346,9 +344,10 @@ Test(selector, big_in_list_is_sorted_and_deduplicated)
     len += (size_t)snprintf(s + len, cap - len, "0)");
     sel = selector_parse_labels(s, err, sizeof(err));
     cr_assert_not_null(sel, "%s", err);
-    cr_expect(selector_match(sel, &b));
+    cr_expect(selector_match(sel, b));
     cr_expect_str_eq(selector_value(sel, 0), "0"); /* the smallest after sorting */
     selector_free(sel);
+    blob_unref(b);
     free(s);
 }
 
@@ -388,10 +387,10 @@ Test(selector, null_and_empty)
 {
     char err[64] = "junk";
     struct selector *sel;
-    struct blob b = label_blob(S_WEB);
+    struct blob *b = label_blob(S_WEB);
 
     cr_expect(selector_is_empty(NULL));
-    cr_expect(selector_match(NULL, &b));
+    cr_expect(selector_match(NULL, b));
     cr_expect_eq(selector_count(NULL), 0);
     cr_expect_null(selector_field(NULL, 0));
     cr_expect_null(selector_value(NULL, 0));
@@ -404,7 +403,7 @@ Test(selector, null_and_empty)
         cr_assert_not_null(sel);
         cr_expect_str_empty(err); /* cleared on success */
         cr_expect(selector_is_empty(sel));
-        cr_expect(selector_match(sel, &b));
+        cr_expect(selector_match(sel, b));
         selector_free(sel);
     }
     const char *field_empties[] = {NULL, "", ",", ",,,"};
@@ -412,13 +411,14 @@ Test(selector, null_and_empty)
         sel = selector_parse_fields(field_empties[i], err, sizeof(err));
         cr_assert_not_null(sel);
         cr_expect(selector_is_empty(sel));
-        cr_expect(selector_match(sel, &b));
+        cr_expect(selector_match(sel, b));
         selector_free(sel);
     }
     /* a NULL blob is an object without labels or fields */
     sel = selector_parse_labels("!app", err, sizeof(err));
     cr_expect(selector_match(sel, NULL));
     selector_free(sel);
+    blob_unref(b);
 }
 
 Test(selector, error_buffer_is_bounded)
@@ -442,25 +442,20 @@ Test(selector, error_buffer_is_bounded)
 static const struct blob_kv kv_pod[] = {
     {"spec.nodeName", "n1"}, {"spec.x", "a,b=c\\d"}, {"status.phase", "Running"}};
 
-static struct blob pod_blob(void)
+static struct blob *pod_blob(void)
 {
-    struct blob b;
+    struct blob_meta m = {.ns = "default", .name = "pod1", .fields = kv_pod, .n_fields = N(kv_pod)};
+    struct blob *b = blob_new("{}", 2, &m);
 
-    memset(&b, 0, sizeof(b));
-    b.name = "pod1";
-    b.ns = "default";
-    b.fields = kv_pod;
-    b.n_fields = N(kv_pod);
+    cr_assert_not_null(b);
     return b;
 }
 
-static struct blob node_blob(void)
+static struct blob *node_blob(void)
 {
-    struct blob b;
+    struct blob *b = blob_new("{}", 2, &(struct blob_meta){.name = "node1"});
 
-    memset(&b, 0, sizeof(b));
-    b.name = "node1";
-    b.ns = "";
+    cr_assert_not_null(b);
     return b;
 }
 
@@ -503,11 +498,12 @@ Test(selector, field_match_table)
     for (size_t i = 0; i < N(field_cases); i++) {
         const struct field_case *c = &field_cases[i];
         struct selector *sel = selector_parse_fields(c->sel, err, sizeof(err));
-        struct blob b = c->pod ? pod_blob() : node_blob();
+        struct blob *b = c->pod ? pod_blob() : node_blob();
 
         cr_assert_not_null(sel, "case %zu '%s': %s", i, c->sel, err);
-        cr_expect_eq(selector_match(sel, &b), c->want, "case %zu '%s'", i, c->sel);
+        cr_expect_eq(selector_match(sel, b), c->want, "case %zu '%s'", i, c->sel);
         selector_free(sel);
+        blob_unref(b);
     }
 }
 

@@ -14,6 +14,7 @@
 
 #include "cache/blob.h"
 #include "cache/rv.h"
+#include "cache/selector.h"
 #include "proxy/kube_json.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
@@ -1119,6 +1120,49 @@ Test(kube_json, continue_decode_limits)
     cr_expect_eq(kube_json_continue_decode("!", &rv, start, sizeof(start), NULL, 0), -EINVAL);
     cr_expect_eq(kube_json_continue_decode("!", &rv, start, sizeof(start), err, 5), -EINVAL);
     cr_expect_str_eq(err, "cont");
+}
+
+/*
+ * Label and field values written with escapes reach the store decoded, and the selectors
+ * compare the decoded text, whether the value is the blob's own copy (first sight) or a
+ * shared interned string (from the second on).
+ */
+Test(kube_json, escaped_values_are_stored_and_matched_decoded)
+{
+    static const char obj[] =
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"labels\":{"
+        "\"q\":\"a\\\"b\\u00e9\\\\c\\/\",\"e\":\"\",\"u\":\"\\u0041pp\"}},"
+        "\"spec\":{\"nodeName\":\"n\\\"1\\u00e9,=\\\\\"}}";
+    static const char *const paths[] = {"spec.nodeName", NULL};
+    char err[256];
+    struct selector *by_node =
+        selector_parse_fields("spec.nodeName=n\"1\xc3\xa9\\,\\=\\\\", err, sizeof(err));
+    struct selector *other_node = selector_parse_fields("spec.nodeName=n\"1", err, sizeof(err));
+    struct selector *by_label = selector_parse_labels("u=App,e=,q,q notin (a)", err, sizeof(err));
+    struct selector *no_q = selector_parse_labels("!q", err, sizeof(err));
+
+    cr_assert_not_null(by_node);
+    cr_assert_not_null(other_node);
+    cr_assert_not_null(by_label, "%s", err);
+    cr_assert_not_null(no_q);
+    for (int i = 0; i < 3; i++) {
+        struct blob *b = kube_json_blob(obj, strlen(obj), paths);
+
+        cr_assert_not_null(b);
+        cr_expect_str_eq(blob_label(b, "q"), "a\"b\xc3\xa9\\c/", "round %d", i);
+        cr_expect_str_eq(blob_label(b, "e"), "");
+        cr_expect_str_eq(blob_label(b, "u"), "App");
+        cr_expect_str_eq(blob_field(b, "spec.nodeName"), "n\"1\xc3\xa9,=\\");
+        cr_expect(selector_match(by_node, b), "round %d", i);
+        cr_expect_not(selector_match(other_node, b));
+        cr_expect(selector_match(by_label, b), "round %d", i);
+        cr_expect_not(selector_match(no_q, b));
+        blob_unref(b);
+    }
+    selector_free(by_node);
+    selector_free(other_node);
+    selector_free(by_label);
+    selector_free(no_q);
 }
 
 Test(kube_json, computed_fields_first_path_then_default_and_array_index)
