@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -59,6 +60,7 @@
 #define FLOOR_TICK_MAX_NS 100000000LL      /* producer and workers look at the stop flag this often */
 #define FLOOR_NAMES 100                    /* objects named floor-0 .. floor-99, like a 100-pod sim */
 #define NS_PER_S 1000000000LL
+#define SINK_RBUF (256 * 1024) /* one read() per ready socket, as kwp load does */
 
 _Static_assert(FLOOR_IOV <= IOV_MAX, "one writev takes at most IOV_MAX pieces");
 
@@ -91,6 +93,10 @@ struct opts {
     long max_conns;     /* per process */
     int64_t duration_ns;
     bool coalesce;      /* one iovec for frames adjacent in the ring (default: one per frame) */
+    unsigned sink_port; /* --sink: be the client instead (0 = server mode) */
+    long conns;         /* --sink: watch streams to hold */
+    int64_t warmup_ns;  /* --sink: not counted, after every stream is open */
+    bool sink_duration_set; /* --duration given (the sink's default is 10 s) */
 };
 
 /* The frames, back to back. Written by the producer only; read by the workers' writev. */
@@ -717,6 +723,115 @@ static void worker_fini(struct worker *w)
     }
 }
 
+/* ---- --sink: a client that reads and drops ----------------------------------------------- */
+
+/*
+ * Opens <conns> watches on 127.0.0.1:<sink_port> and reads them (one epoll thread,
+ * level-triggered, one read() of up to SINK_RBUF per ready socket per turn, like kwp load)
+ * without parsing anything: frames are counted as "\n{" pairs (every frame starts with '{'
+ * right after the previous frame's '\n' or the chunk header's CRLF). It bounds what any client
+ * on this machine can take in; it does not measure latency.
+ */
+static int sink_run(const struct opts *o)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->sink_port)};
+    struct epoll_event evs[FLOOR_EPOLL_BATCH];
+    char req[160];
+    int req_len = snprintf(req, sizeof(req),
+                           "GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                           "User-Agent: kwp-bench-floor-sink\r\n\r\n", o->sink_port);
+    int *fds = xcalloc((size_t)o->conns, sizeof(*fds));
+    char *buf = xcalloc(1, SINK_RBUF);
+    char *last = xcalloc((size_t)o->conns, 1); /* each stream's last byte: a '\n' cut off a '{' */
+    uint64_t bytes = 0, frames = 0, closed = 0;
+    int64_t t_start, t_end;
+    struct timespec cpu0, cpu1;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    long open_n = 0;
+    int rc = 1;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (long i = 0; i < o->conns; i++) {
+        fds[i] = -1;
+    }
+    for (; open_n < o->conns && ep != -1 && !g_signalled; open_n++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)open_n};
+
+        fds[open_n] = fd;
+        if (fd == -1 || connect(fd, (struct sockaddr *)&a, sizeof(a)) == -1 ||
+            write(fd, req, (size_t)req_len) != req_len ||
+            epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+            perror("kwp_bench_floor --sink: connect");
+            goto out;
+        }
+    }
+    for (long i = 0; i < open_n; i++) { /* blocking connect and write above; reads are not */
+        int fl = fcntl(fds[i], F_GETFL);
+
+        fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+    }
+    t_start = clock_ns(CLOCK_MONOTONIC) + o->warmup_ns;
+    t_end = t_start + o->duration_ns;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+    for (;;) {
+        int64_t now = clock_ns(CLOCK_MONOTONIC);
+        int n;
+
+        if (now >= t_end || g_signalled || closed == (uint64_t)open_n) {
+            break;
+        }
+        n = epoll_wait(ep, evs, FLOOR_EPOLL_BATCH, 100);
+        now = clock_ns(CLOCK_MONOTONIC);
+        for (int i = 0; i < n; i++) {
+            size_t k = (size_t)evs[i].data.u64;
+            ssize_t rd = read(fds[k], buf, SINK_RBUF);
+            const char *p = buf, *end;
+
+            if (rd <= 0) {
+                if (rd == 0 || (errno != EAGAIN && errno != EINTR)) {
+                    epoll_ctl(ep, EPOLL_CTL_DEL, fds[k], NULL);
+                    closed++;
+                }
+                continue;
+            }
+            end = buf + rd;
+            if (now >= t_start) {
+                bytes += (uint64_t)rd;
+                frames += last[k] == '\n' && buf[0] == '{';
+                for (; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+                    frames += p + 1 < end && p[1] == '{'; /* a '\n' at the end: next read */
+                }
+            }
+            last[k] = end[-1];
+        }
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+    {
+        double secs = (double)(clock_ns(CLOCK_MONOTONIC) - t_start) / 1e9;
+        double cpu = (double)(cpu1.tv_sec - cpu0.tv_sec) + (double)(cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+
+        printf("sink: %ld streams (%llu closed), %.1f s measured: %.0f frames/s, %.1f MB/s read, "
+               "%.2f CPU s (%.0f %% of a core)\n",
+               open_n, (unsigned long long)closed, secs, (double)frames / secs,
+               (double)bytes / 1e6 / secs, cpu, 100.0 * cpu / secs);
+    }
+    rc = 0;
+out:
+    for (long i = 0; i < o->conns; i++) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
+    }
+    if (ep != -1) {
+        close(ep);
+    }
+    free(last);
+    free(buf);
+    free(fds);
+    return rc;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -730,7 +845,12 @@ static void usage(FILE *out)
             "  --threads N    epoll workers (default 1), each with a SO_REUSEPORT listener\n"
             "  --max-conns N  connections per worker (default 30000)\n"
             "  --duration D   run time: 16s, 500ms, 2m (default 600s); SIGTERM ends it sooner\n"
-            "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n");
+            "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n"
+            "Client mode, to bound what a client can take in (no parsing, no latency):\n"
+            "  --sink http://127.0.0.1:PORT --conns N [--warmup D] [--duration D]\n"
+            "                 hold N watches (default 1000), read and drop; after every stream is\n"
+            "                 open and --warmup (default 1s), count frames and bytes for --duration\n"
+            "                 (default 10s) and print them\n");
 }
 
 /* "16s", "500ms", "2m" or plain seconds. */
@@ -808,6 +928,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
             rc = parse_long(v, 1, 1000000, &o->max_conns);
         } else if (strcmp(a, "--duration") == 0) {
             rc = parse_duration(v, &o->duration_ns);
+            o->sink_duration_set = true;
+        } else if (strcmp(a, "--warmup") == 0) {
+            rc = parse_duration(v, &o->warmup_ns);
+        } else if (strcmp(a, "--conns") == 0) {
+            rc = parse_long(v, 1, 1000000, &o->conns);
+        } else if (strcmp(a, "--sink") == 0) {
+            rc = strncmp(v, "http://127.0.0.1:", 17) == 0 ? parse_long(v + 17, 1, 65535, &port)
+                                                            : -EINVAL;
+            o->sink_port = (unsigned)port;
         }
         if (rc != 0) {
             fprintf(stderr, "kwp_bench_floor: bad %s %s\n", a, v);
@@ -893,7 +1022,8 @@ static void report(const struct floor *f, double wall_s)
 int main(int argc, char **argv)
 {
     struct floor f = {.o = {.rate = 100, .event_bytes = 1024, .ring = 65536, .threads = 1,
-                            .max_conns = 30000, .duration_ns = 600 * NS_PER_S}};
+                            .max_conns = 30000, .duration_ns = 600 * NS_PER_S, .conns = 1000,
+                            .warmup_ns = NS_PER_S}};
     struct sigaction sa = {.sa_handler = on_signal};
     struct rlimit rl;
     pthread_t producer;
@@ -909,6 +1039,12 @@ int main(int argc, char **argv)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max; /* one descriptor per watch */
         setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (f.o.sink_port != 0) {
+        if (!f.o.sink_duration_set) {
+            f.o.duration_ns = 10 * NS_PER_S;
+        }
+        return sink_run(&f.o);
     }
     atomic_init(&f.stop, false);
     if (ring_init(&f.ring, &f.o) != 0) {

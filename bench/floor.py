@@ -55,6 +55,13 @@ def cpu_ticks():
     return sum(v) - idle, sum(v)
 
 
+def proc_cpu_s(pid):
+    """utime + stime of <pid> in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def steady_pct(d, index):
     """Mean CPU % (of one core) of process <index> in kwp load's per-second series, over the
     measured window only."""
@@ -107,6 +114,29 @@ class Runner:
             fo.stop(p)
         return d, p.pid, None, floor_counters(log)
 
+    def sink_side(self, event_bytes, watchers, rate, tag):
+        """kwp_bench_floor read by its own --sink client (no parsing): no kwp load, no latency."""
+        log = os.path.join(self.tmp, "floor-%s.log" % tag)
+        p, url = fo.spawn([self.a.floor, "--rate", str(rate), "--event-bytes", str(event_bytes),
+                           "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split(),
+                          log)
+        try:
+            t0, c0 = time.time(), proc_cpu_s(p.pid)
+            out = subprocess.run([self.a.floor, "--sink", url, "--conns", str(watchers), "--warmup", "1s",
+                                  "--duration", "%ds" % (self.a.duration - 2)], capture_output=True,
+                                 text=True, timeout=self.a.duration * 4 + 120, check=True).stdout
+            server_cpu, wall = proc_cpu_s(p.pid) - c0, time.time() - t0
+        finally:
+            fo.stop(p)
+        m = re.search(r"([\d.]+) s measured: (\d+) frames/s, ([\d.]+) MB/s read, ([\d.]+) CPU s", out)
+        secs, sink_cpu = float(m.group(1)), float(m.group(4))
+        row = {"events_per_s": float(m.group(2)), "mb_per_s": float(m.group(3)),
+               "server_cpu_s": server_cpu, "load_cpu_s": sink_cpu, "load_pct": 100 * sink_cpu / secs,
+               "server_pct": 100 * server_cpu / wall, "opened": watchers, "errors": 0,
+               "bytes_per_event": event_bytes}
+        row.update(floor_counters(log))
+        return row
+
     def kwp_side(self, watchers, rate, tag):
         """kwp proxy in front of kwp sim, started as bench/fanout.py does."""
         sim, proxy = None, None
@@ -130,6 +160,15 @@ class Runner:
         before = load1()
         busy0, total0 = cpu_ticks()
         t0 = time.time()
+        if side.startswith("sink-"):
+            row = {"side": side, "watchers": watchers, "rate": rate, "run": run, "load1_before": before}
+            row.update(self.sink_side(int(side[5:]), watchers, rate, tag))
+            busy1, total1 = cpu_ticks()
+            row["machine_busy_cores"] = (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1)
+            row["others_cores"] = row["machine_busy_cores"] - (row["server_cpu_s"] + row["load_cpu_s"]) / (
+                time.time() - t0)
+            row["load1_after"] = load1()
+            return row
         if side.startswith("floor-"):
             d, server_pid, sim_pid, extra = self.floor_side(int(side[6:]), watchers, rate, tag)
         else:
@@ -143,7 +182,7 @@ class Runner:
         row = {"side": side, "watchers": watchers, "rate": rate, "run": run,
                "opened": w["watchers_opened"], "events_per_s": w["events_per_s"],
                "mb_per_s": w["bytes_per_s"] / 1e6,
-               "bytes_per_event": w["bytes"] / w["events"] if w["events"] else None,
+               "bytes_per_event": w["event_bytes"] / w["events"] if w["events"] else None,
                "measured_s": d.get("measured_s"),
                "p50_ms": w["latency_ms"].get("p50"), "p99_ms": w["latency_ms"].get("p99"),
                "p999_ms": w["latency_ms"].get("p999"), "max_ms": w["latency_ms"].get("max"),
@@ -195,10 +234,10 @@ def write_report(res, path):
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
         L.append("| %d | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.1f -> %.1f |" % (
-            r["watchers"], r["rate"], r["side"], r["run"], fmt(r["events_per_s"], 0), fmt(r["p50_ms"]),
-            fmt(r["p99_ms"]), fmt(r["server_cpu_s"]), fmt(r["sim_cpu_s"]), fmt(r["load_cpu_s"]),
-            fmt(r.get("frames_per_writev"), 2), fmt(r["others_cores"], 2), r["load1_before"],
-            r["load1_after"]))
+            r["watchers"], r["rate"], r["side"], r["run"], fmt(r["events_per_s"], 0),
+            fmt(r.get("p50_ms")), fmt(r.get("p99_ms")), fmt(r["server_cpu_s"]), fmt(r.get("sim_cpu_s")),
+            fmt(r["load_cpu_s"]), fmt(r.get("frames_per_writev"), 2), fmt(r["others_cores"], 2),
+            r["load1_before"], r["load1_after"]))
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -209,8 +248,9 @@ def main():
     ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "kwp_bench_floor"))
     ap.add_argument("--points", default=DEFAULT_POINTS, help="WATCHERSxRATE,...")
     ap.add_argument("--sides", default="floor-1400,kwp,floor-1024",
-                    help="floor-BYTES (kwp_bench_floor --event-bytes BYTES) and/or kwp; kwp's sim "
-                         "pods print ~1.4 KB per event")
+                    help="floor-BYTES (kwp_bench_floor --event-bytes BYTES, read by kwp load), "
+                         "sink-BYTES (the same, read by kwp_bench_floor --sink: no parsing, no "
+                         "latency) and/or kwp; kwp's sim pods print ~1.4 KB per event")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=16)
     ap.add_argument("--object-bytes", type=int, default=1024, help="kwp sim --object-bytes")
@@ -245,11 +285,11 @@ def main():
                     continue
                 rows[side].append(row)
                 res["runs"].append(row)
-                print("%-5s N=%-6d rate=%-5d run %d: %9.0f ev/s %7.0f MB/s p50 %7.1f p99 %7.1f ms "
-                      "cpu server %5.1f load %5.1f  load avg %.1f -> %.1f"
-                      % (side, n, rate, run, row["events_per_s"], row["mb_per_s"], row["p50_ms"] or 0,
-                         row["p99_ms"] or 0, row["server_cpu_s"] or 0, row["load_cpu_s"] or 0,
-                         row["load1_before"], row["load1_after"]), flush=True)
+                print("%-10s N=%-6d rate=%-5d run %d: %9.0f ev/s %7.0f MB/s p50 %7.1f p99 %7.1f ms "
+                      "cpu server %5.1f client %5.1f  others %.2f cores" %
+                      (side, n, rate, run, row["events_per_s"], row["mb_per_s"], row.get("p50_ms") or 0,
+                       row.get("p99_ms") or 0, row["server_cpu_s"] or 0, row["load_cpu_s"] or 0,
+                       row["others_cores"]), flush=True)
         for s in sides:
             if rows[s]:
                 res["medians"].append(fo.median_of(rows[s], KEYS))
