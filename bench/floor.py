@@ -103,11 +103,14 @@ class Runner:
         with open(js) as f:
             return json.load(f)
 
+    def spawn_floor(self, event_bytes, rate, log):
+        return fo.spawn([self.a.floor, "--rate", str(rate), "--event-bytes", str(event_bytes),
+                         "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split(),
+                        log)
+
     def floor_side(self, event_bytes, watchers, rate, tag):
         log = os.path.join(self.tmp, "floor-%s.log" % tag)
-        p, url = fo.spawn([self.a.floor, "--rate", str(rate), "--event-bytes", str(event_bytes),
-                           "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split(),
-                          log)
+        p, url = self.spawn_floor(event_bytes, rate, log)
         try:
             d = self.load(url, watchers, [p.pid], tag)
         finally:
@@ -117,9 +120,7 @@ class Runner:
     def sink_side(self, event_bytes, watchers, rate, tag):
         """kwp_bench_floor read by its own --sink client (no parsing): no kwp load, no latency."""
         log = os.path.join(self.tmp, "floor-%s.log" % tag)
-        p, url = fo.spawn([self.a.floor, "--rate", str(rate), "--event-bytes", str(event_bytes),
-                           "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split(),
-                          log)
+        p, url = self.spawn_floor(event_bytes, rate, log)
         try:
             t0, c0 = time.time(), proc_cpu_s(p.pid)
             out = subprocess.run([self.a.floor, "--sink", url, "--conns", str(watchers), "--warmup", "1s",
