@@ -38,8 +38,8 @@ ROOT = fo.ROOT
 DEFAULT_POINTS = "1000x100,1000x300,1000x1000,5000x100,5000x300,5000x1000,10000x100"
 KEYS = ["events_per_s", "mb_per_s", "bytes_per_event", "p50_ms", "p99_ms", "p999_ms", "server_cpu_s",
         "sim_cpu_s", "load_cpu_s", "server_pct", "load_pct", "machine_busy_cores", "others_cores",
-        "opened", "per_watcher_min", "errors", "frames_per_writev", "floor_lagging", "floor_torn",
-        "load1_before", "load1_after"]
+        "softirqd_cores", "opened", "per_watcher_min", "errors", "frames_per_writev", "floor_lagging",
+        "floor_torn", "load1_before", "load1_after"]
 
 
 def load1():
@@ -48,11 +48,32 @@ def load1():
 
 
 def cpu_ticks():
-    """(busy, total) clock ticks of the whole machine, from /proc/stat."""
+    """(busy, total, softirq threads) clock ticks: the whole machine from /proc/stat, and the
+    ksoftirqd threads, which carry part of this run's own loopback receive work."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-    return sum(v) - idle, sum(v)
+    soft = 0
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                st = f.read()
+        except (OSError, ValueError):
+            continue
+        if "(ksoftirqd/" in st:
+            w = st.rsplit(")", 1)[1].split()
+            soft += int(w[11]) + int(w[12])
+    return sum(v) - idle, sum(v), soft
+
+
+def machine_share(t0, t1, ours_cpu_s, wall):
+    """Cores busy during a run: all, the ksoftirqd threads, and everything else (not this
+    run's processes, which live about <wall> seconds, nor ksoftirqd)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = (t1[0] - t0[0]) / max(1, t1[1] - t0[1]) * (os.cpu_count() or 1)
+    soft = (t1[2] - t0[2]) / hz / wall
+    return {"machine_busy_cores": busy, "softirqd_cores": soft,
+            "others_cores": busy - soft - ours_cpu_s / wall}
 
 
 def proc_cpu_s(pid):
@@ -159,24 +180,21 @@ class Runner:
     def once(self, side, watchers, rate, run):
         tag = "%s-%d-%d-%d" % (side, watchers, rate, run)
         before = load1()
-        busy0, total0 = cpu_ticks()
+        ticks0 = cpu_ticks()
         t0 = time.time()
         if side.startswith("sink-"):
             row = {"side": side, "watchers": watchers, "rate": rate, "run": run, "load1_before": before}
             row.update(self.sink_side(int(side[5:]), watchers, rate, tag))
-            busy1, total1 = cpu_ticks()
-            row["machine_busy_cores"] = (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1)
-            row["others_cores"] = row["machine_busy_cores"] - (row["server_cpu_s"] + row["load_cpu_s"]) / (
-                time.time() - t0)
+            row.update(machine_share(ticks0, cpu_ticks(), row["server_cpu_s"] + row["load_cpu_s"],
+                                     time.time() - t0))
             row["load1_after"] = load1()
             return row
         if side.startswith("floor-"):
             d, server_pid, sim_pid, extra = self.floor_side(int(side[6:]), watchers, rate, tag)
         else:
             d, server_pid, sim_pid, extra = self.kwp_side(watchers, rate, tag)
-        busy1, total1 = cpu_ticks()
-        wall = time.time() - t0
-        busy_cores = (busy1 - busy0) / max(1, total1 - total0) * (os.cpu_count() or 1)
+        share = machine_share(ticks0, cpu_ticks(), sum(p["cpu_s"] or 0 for p in d["processes"]),
+                              time.time() - t0)
         w = d["watch"]
         procs = {p["pid"]: p for p in d["processes"]}
         load_proc = next(p for p in d["processes"] if p["name"] == "kwp load")
@@ -193,10 +211,8 @@ class Runner:
                "sim_cpu_s": procs.get(sim_pid, {}).get("cpu_s") if sim_pid else None,
                "load_cpu_s": load_proc["cpu_s"], "elapsed_s": d.get("elapsed_s"),
                "load_pct": steady_pct(d, 0), "server_pct": steady_pct(d, 1),
-               "machine_busy_cores": busy_cores,
-               # everything but this run's processes (which live about <wall> seconds)
-               "others_cores": busy_cores - sum(p["cpu_s"] or 0 for p in d["processes"]) / wall,
                "load1_before": before, "load1_after": load1()}
+        row.update(share)
         row.update(extra)
         return row
 
