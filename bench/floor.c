@@ -93,6 +93,7 @@ struct opts {
     long max_conns;     /* per process */
     int64_t duration_ns;
     bool coalesce;      /* one iovec for frames adjacent in the ring (default: one per frame) */
+    long batch_ms;      /* a worker's passes start at least this far apart (0 = on every wake) */
     unsigned sink_port; /* --sink: be the client instead (0 = server mode) */
     long conns;         /* --sink: watch streams to hold */
     int64_t warmup_ns;  /* --sink: not counted, after every stream is open */
@@ -619,16 +620,27 @@ static bool worker_pass(struct worker *w)
     return more;
 }
 
+/*
+ * With --batch-ms B, a pass starts at most every B ms: the frames that arrive in between go out
+ * together, fewer writevs for up to B ms of extra delay (0: a pass on every wake).
+ */
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct epoll_event evs[FLOOR_EPOLL_BATCH];
-    bool more = false;
+    int64_t batch_ns = w->f->o.batch_ms * 1000000LL;
+    int64_t next_pass = 0;
+    bool due = false; /* a wake or unsent frames wait for the next pass */
 
     while (!stopping(w->f)) {
-        int n = epoll_wait(w->ep, evs, FLOOR_EPOLL_BATCH, more ? 0 : 100);
-        bool woken = false;
+        int64_t now = clock_ns(CLOCK_MONOTONIC);
+        int timeout = 100;
+        int n;
 
+        if (due) {
+            timeout = now >= next_pass ? 0 : (int)((next_pass - now + 999999) / 1000000);
+        }
+        n = epoll_wait(w->ep, evs, FLOOR_EPOLL_BATCH, timeout);
         if (n == -1) {
             if (errno == EINTR) {
                 continue;
@@ -646,14 +658,16 @@ static void *worker_main(void *arg)
                 ssize_t rd = read(w->efd, &v, sizeof(v));
 
                 (void)rd;
-                woken = true;
+                due = true;
                 w->st.wakes++;
             } else if (conn_event(w, p, evs[i].events) == 1) {
-                more = true;
+                due = true;
             }
         }
-        if (woken || more) {
-            more = worker_pass(w);
+        now = clock_ns(CLOCK_MONOTONIC);
+        if (due && now >= next_pass) {
+            next_pass = now + batch_ns;
+            due = worker_pass(w);
         }
     }
     return NULL;
@@ -836,7 +850,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: kwp_bench_floor [--port N] [--rate N] [--event-bytes N] [--ring N]\n"
-            "         [--threads N] [--max-conns N] [--duration D] [--coalesce]\n"
+            "         [--threads N] [--max-conns N] [--duration D] [--coalesce] [--batch-ms N]\n"
             "The cheapest watch server: GET /api/v1/pods?watch=true on 127.0.0.1 gets a chunked\n"
             "stream of MODIFIED pod frames of --event-bytes (default 1024), --rate per second\n"
             "(default 100), stamped with kwp.io/stamp-ns for `kwp load`; anything else gets 404.\n"
@@ -846,6 +860,8 @@ static void usage(FILE *out)
             "  --max-conns N  connections per worker (default 30000)\n"
             "  --duration D   run time: 16s, 500ms, 2m (default 600s); SIGTERM ends it sooner\n"
             "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n"
+            "  --batch-ms N   start a worker's passes at least N ms apart (default 0: on every\n"
+            "                 wake): more frames per writev, up to N ms more delay\n"
             "Client mode, to bound what a client can take in (no parsing, no latency):\n"
             "  --sink http://127.0.0.1:PORT --conns N [--warmup D] [--duration D]\n"
             "                 hold N watches (default 1000), read and drop; after every stream is\n"
@@ -929,6 +945,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         } else if (strcmp(a, "--duration") == 0) {
             rc = parse_duration(v, &o->duration_ns);
             o->sink_duration_set = true;
+        } else if (strcmp(a, "--batch-ms") == 0) {
+            rc = parse_long(v, 0, 1000, &o->batch_ms);
         } else if (strcmp(a, "--warmup") == 0) {
             rc = parse_duration(v, &o->warmup_ns);
         } else if (strcmp(a, "--conns") == 0) {

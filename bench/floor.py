@@ -76,6 +76,19 @@ def machine_share(t0, t1, ours_cpu_s, wall):
             "others_cores": busy - soft - ours_cpu_s / wall}
 
 
+def wait_quiet(limit, max_s, window_s=5.0):
+    """Waits until the machine's busy cores over one window fall below <limit> (nothing of
+    ours runs then), at most <max_s> seconds. Returns (seconds waited, busy cores last seen)."""
+    t0 = time.time()
+    while True:
+        a = cpu_ticks()
+        time.sleep(window_s)
+        b = cpu_ticks()
+        busy = (b[0] - a[0]) / max(1, b[1] - a[1]) * (os.cpu_count() or 1)
+        if busy < limit or time.time() - t0 >= max_s:
+            return time.time() - t0, busy
+
+
 def proc_cpu_s(pid):
     """utime + stime of <pid> in seconds."""
     with open("/proc/%d/stat" % pid) as f:
@@ -124,27 +137,32 @@ class Runner:
         with open(js) as f:
             return json.load(f)
 
-    def spawn_floor(self, event_bytes, rate, log):
-        return fo.spawn([self.a.floor, "--rate", str(rate), "--event-bytes", str(event_bytes),
-                         "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split(),
-                        log)
+    def spawn_floor(self, spec, rate, log):
+        """Starts kwp_bench_floor for a side's spec BYTES[bMS] (--event-bytes, --batch-ms)."""
+        m = re.fullmatch(r"(\d+)(?:b(\d+))?", spec)
+        argv = [self.a.floor, "--rate", str(rate), "--event-bytes", m.group(1),
+                "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split()
+        if m.group(2):
+            argv += ["--batch-ms", m.group(2)]
+        return fo.spawn(argv, log)
 
-    def floor_side(self, event_bytes, watchers, rate, tag):
+    def floor_side(self, spec, watchers, rate, tag):
         log = os.path.join(self.tmp, "floor-%s.log" % tag)
-        p, url = self.spawn_floor(event_bytes, rate, log)
+        p, url = self.spawn_floor(spec, rate, log)
         try:
             d = self.load(url, watchers, [p.pid], tag)
         finally:
             fo.stop(p)
         return d, p.pid, None, floor_counters(log)
 
-    def sink_side(self, event_bytes, watchers, rate, tag):
+    def sink_side(self, spec, watchers, rate, tag):
         """kwp_bench_floor read by its own --sink client (no parsing): no kwp load, no latency."""
         log = os.path.join(self.tmp, "floor-%s.log" % tag)
-        p, url = self.spawn_floor(event_bytes, rate, log)
+        p, url = self.spawn_floor(spec, rate, log)
         try:
             t0, c0 = time.time(), proc_cpu_s(p.pid)
-            out = subprocess.run([self.a.floor, "--sink", url, "--conns", str(watchers), "--warmup", "1s",
+            out = subprocess.run([self.a.floor, "--sink", url, "--conns", str(watchers),
+                                  "--warmup", "1s",
                                   "--duration", "%ds" % (self.a.duration - 2)], capture_output=True,
                                  text=True, timeout=self.a.duration * 4 + 120, check=True).stdout
             server_cpu, wall = proc_cpu_s(p.pid) - c0, time.time() - t0
@@ -155,7 +173,7 @@ class Runner:
         row = {"events_per_s": float(m.group(2)), "mb_per_s": float(m.group(3)),
                "server_cpu_s": server_cpu, "load_cpu_s": sink_cpu, "load_pct": 100 * sink_cpu / secs,
                "server_pct": 100 * server_cpu / wall, "opened": watchers, "errors": 0,
-               "bytes_per_event": event_bytes}
+               "bytes_per_event": int(re.match(r"\d+", spec).group(0))}
         row.update(floor_counters(log))
         return row
 
@@ -179,18 +197,22 @@ class Runner:
 
     def once(self, side, watchers, rate, run):
         tag = "%s-%d-%d-%d" % (side, watchers, rate, run)
+        waited, idle_busy = 0, None
+        if self.a.wait_quiet:
+            waited, idle_busy = wait_quiet(self.a.wait_quiet, self.a.wait_max)
         before = load1()
         ticks0 = cpu_ticks()
         t0 = time.time()
         if side.startswith("sink-"):
-            row = {"side": side, "watchers": watchers, "rate": rate, "run": run, "load1_before": before}
-            row.update(self.sink_side(int(side[5:]), watchers, rate, tag))
+            row = {"side": side, "watchers": watchers, "rate": rate, "run": run, "load1_before": before,
+                   "waited_s": waited, "busy_before_cores": idle_busy}
+            row.update(self.sink_side(side[5:], watchers, rate, tag))
             row.update(machine_share(ticks0, cpu_ticks(), row["server_cpu_s"] + row["load_cpu_s"],
                                      time.time() - t0))
             row["load1_after"] = load1()
             return row
         if side.startswith("floor-"):
-            d, server_pid, sim_pid, extra = self.floor_side(int(side[6:]), watchers, rate, tag)
+            d, server_pid, sim_pid, extra = self.floor_side(side[6:], watchers, rate, tag)
         else:
             d, server_pid, sim_pid, extra = self.kwp_side(watchers, rate, tag)
         share = machine_share(ticks0, cpu_ticks(), sum(p["cpu_s"] or 0 for p in d["processes"]),
@@ -198,9 +220,9 @@ class Runner:
         w = d["watch"]
         procs = {p["pid"]: p for p in d["processes"]}
         load_proc = next(p for p in d["processes"] if p["name"] == "kwp load")
-        row = {"side": side, "watchers": watchers, "rate": rate, "run": run,
-               "opened": w["watchers_opened"], "events_per_s": w["events_per_s"],
-               "mb_per_s": w["bytes_per_s"] / 1e6,
+        row = {"side": side, "watchers": watchers, "rate": rate, "run": run, "waited_s": waited,
+               "busy_before_cores": idle_busy, "opened": w["watchers_opened"],
+               "events_per_s": w["events_per_s"], "mb_per_s": w["bytes_per_s"] / 1e6,
                "bytes_per_event": w["event_bytes"] / w["events"] if w["events"] else None,
                "measured_s": d.get("measured_s"),
                "p50_ms": w["latency_ms"].get("p50"), "p99_ms": w["latency_ms"].get("p99"),
@@ -231,11 +253,15 @@ def write_report(res, path):
          "",
          "CPU %% is of one core, averaged over the measured seconds (kwp load's samples); "
          "\"others\" is the cores busy with everything but this run's processes (/proc/stat). "
-         "The last column is delivered events/s over %s's at the same point." % ref_side, "",
+         "The last column is delivered events/s over %s's at the same point.%s" % (
+             ref_side, (" Each run waited (at most %d s) for a 5 s window with fewer than %.2f cores "
+                        "busy (\"busy before\" below)." % (a["wait_max"], a["wait_quiet"]))
+             if a.get("wait_quiet") else ""), "",
          "| watchers | writes/s | offered ev/s | side | B/event | delivered ev/s | MB/s read | p50 ms | "
          "p99 ms | server CPU %% | load CPU %% | others, cores | of %s |" % ref_side,
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    ref = {(m["watchers"], m["rate"]): m["events_per_s"] for m in res["medians"] if m["side"] == ref_side}
+    ref = {(m["watchers"], m["rate"]): m["events_per_s"]
+           for m in res["medians"] if m["side"] == ref_side}
     for m in res["medians"]:
         ratio = "-"
         base = ref.get((m["watchers"], m["rate"]))
@@ -247,14 +273,14 @@ def write_report(res, path):
             fmt(m["server_pct"], 0), fmt(m["load_pct"], 0), fmt(m["others_cores"], 2), ratio))
     L += ["", "Every run, in the order run:", "",
           "| watchers | writes/s | side | run | ev/s | p50 ms | p99 ms | server CPU s | sim CPU s | "
-          "load CPU s | frames/writev | others, cores | load avg |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "load CPU s | frames/writev | others, cores | busy before, cores | load avg |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
-        L.append("| %d | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.1f -> %.1f |" % (
+        L.append("| %d | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f -> %.1f |" % (
             r["watchers"], r["rate"], r["side"], r["run"], fmt(r["events_per_s"], 0),
             fmt(r.get("p50_ms")), fmt(r.get("p99_ms")), fmt(r["server_cpu_s"]), fmt(r.get("sim_cpu_s")),
             fmt(r["load_cpu_s"]), fmt(r.get("frames_per_writev"), 2), fmt(r["others_cores"], 2),
-            r["load1_before"], r["load1_after"]))
+            fmt(r.get("busy_before_cores"), 2), r["load1_before"], r["load1_after"]))
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -265,13 +291,19 @@ def main():
     ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "kwp_bench_floor"))
     ap.add_argument("--points", default=DEFAULT_POINTS, help="WATCHERSxRATE,...")
     ap.add_argument("--sides", default="floor-1400,kwp,floor-1024",
-                    help="floor-BYTES (kwp_bench_floor --event-bytes BYTES, read by kwp load), "
-                         "sink-BYTES (the same, read by kwp_bench_floor --sink: no parsing, no "
-                         "latency) and/or kwp; kwp's sim pods print ~1.4 KB per event")
+                    help="floor-BYTES[bMS] (kwp_bench_floor --event-bytes BYTES [--batch-ms MS], "
+                         "read by kwp load), sink-BYTES[bMS] (the same, read by kwp_bench_floor "
+                         "--sink: no parsing, no latency) and/or kwp; kwp's sim pods print ~1.4 KB "
+                         "per event")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=16)
     ap.add_argument("--object-bytes", type=int, default=1024, help="kwp sim --object-bytes")
-    ap.add_argument("--floor-args", default="", help="extra flags for kwp_bench_floor, e.g. '--threads 2'")
+    ap.add_argument("--floor-args", default="",
+                    help="extra flags for kwp_bench_floor, e.g. '--threads 2'")
+    ap.add_argument("--wait-quiet", type=float, default=0, metavar="CORES",
+                    help="before each run, wait until the machine's busy cores over 5 s fall below "
+                         "this (a shared machine), at most --wait-max seconds; 0 = do not wait")
+    ap.add_argument("--wait-max", type=float, default=600)
     ap.add_argument("--proxy-threads", type=int, default=2)
     ap.add_argument("--proxy-args", default="")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", time.strftime("%Y-%m-%d")))
