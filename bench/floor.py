@@ -32,6 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 import fanout as fo  # noqa: E402  (spawn, stop, wait_ready, raise_nofile, fmt, median_of)
 
 ROOT = fo.ROOT
