@@ -21,6 +21,10 @@
  * behind the head; a connection further behind is closed (as a lagging watch). After each
  * writev the head is read again: had the producer lapped a frame while the kernel copied it,
  * the connection is closed and counted as torn (the guard makes that ~cap/4/rate seconds).
+ * With --batch-ms N a worker's passes start at least N ms apart (more frames per writev).
+ *
+ * --sink URL turns the binary into a client (sink_run) that holds --conns watches and only
+ * reads and counts: what the machine allows with no parsing on the receiving side.
  *
  * Loopback only; bounded by --duration (or SIGTERM/SIGINT), --max-conns, the ring size and
  * the 16 KiB head cap. Counters go to stderr at exit.
