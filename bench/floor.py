@@ -178,8 +178,13 @@ class Runner:
         row.update(floor_counters(log))
         return row
 
-    def kwp_side(self, watchers, rate, tag):
-        """kwp proxy in front of kwp sim, started as bench/fanout.py does."""
+    def kwp_side(self, spec, watchers, rate, tag):
+        """kwp proxy in front of kwp sim, started as bench/fanout.py does; side kwp[-wMS] adds
+        --watch-wake-interval MSms."""
+        m = re.fullmatch(r"kwp(?:-w(\d+))?", spec)
+        if not m:
+            raise ValueError("side %r: kwp or kwp-wMS" % spec)
+        wake = ["--watch-wake-interval", m.group(1) + "ms"] if m.group(1) else []
         sim, proxy = None, None
         try:
             sim, sim_url = fo.spawn([self.a.kwp, "sim", "--listen", "127.0.0.1:0", "--stamp", "--churn",
@@ -188,7 +193,7 @@ class Runner:
                                      "--compaction-interval", "0"], os.path.join(self.tmp, "sim.log"))
             proxy, url = fo.spawn([self.a.kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
                                    "--resources", "pods", "--threads", str(self.a.proxy_threads)]
-                                  + self.a.proxy_args.split(), os.path.join(self.tmp, "kwp.log"))
+                                  + self.a.proxy_args.split() + wake, os.path.join(self.tmp, "kwp.log"))
             fo.wait_ready(url)
             d = self.load(url, watchers, [proxy.pid, sim.pid], tag)
         finally:
@@ -215,7 +220,7 @@ class Runner:
         if side.startswith("floor-"):
             d, server_pid, sim_pid, extra = self.floor_side(side[6:], watchers, rate, tag)
         else:
-            d, server_pid, sim_pid, extra = self.kwp_side(watchers, rate, tag)
+            d, server_pid, sim_pid, extra = self.kwp_side(side, watchers, rate, tag)
         share = machine_share(ticks0, cpu_ticks(), sum(p["cpu_s"] or 0 for p in d["processes"]),
                               time.time() - t0)
         w = d["watch"]
@@ -295,7 +300,7 @@ def main():
                     help="floor-BYTES[bMS] (kwp_bench_floor --event-bytes BYTES [--batch-ms MS], "
                          "read by kwp load), sink-BYTES[bMS] (the same, read by kwp_bench_floor "
                          "--sink: no parsing, no latency) and/or kwp; kwp's sim pods print ~1.4 KB "
-                         "per event")
+                         "per event; kwp-wMS runs kwp proxy with --watch-wake-interval MSms")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=16)
     ap.add_argument("--object-bytes", type=int, default=1024, help="kwp sim --object-bytes")
