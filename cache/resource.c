@@ -10,6 +10,9 @@
  * flag is set, clearing that flag (whoever clears it owns the wake-up); after unlocking it
  * calls their wake functions. A suspended watcher cannot be freed before its wake call, and
  * the (fn, ctx) pairs are copied under the lock, so no watcher memory is read unlocked.
+ * Readers copy their batch of events under the lock and read the blobs after unlocking: the
+ * watcher borrows the ring segments of the batch (ring_borrow, plain counters under <mu>)
+ * until its next call or its detach, so evicting those events meanwhile keeps their blobs.
  * Dispatch index: each STREAM watcher sits in exactly one place, a bucket keyed by its
  * trigger value ('t') or namespace ('n'), or the unscoped list. An event visits the unscoped
  * list and the buckets of its object's namespace and of its object's and previous object's
@@ -567,6 +570,7 @@ static void attach(struct resource *res, struct watcher *w, enum watcher_kind ki
     w->closed = false;
     w->sleep_prev = w->sleep_next = NULL;
     w->sleep_head = NULL;
+    w->n_held = 0;
     if (kind == WATCHER_STREAM) {
         list_add(&res->streams, w);
         index_add(res, w);
@@ -1029,6 +1033,16 @@ ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring
     return watch_next(res, w, out, max, false);
 }
 
+/* Gives back the ring segments the watcher's last batch borrowed: its events are done. */
+static void return_held(struct resource *res, struct watcher *w)
+{
+    for (size_t i = 0; i < w->n_held; i++) {
+        ring_return(res->ring, w->held[i]);
+        w->held[i] = NULL;
+    }
+    w->n_held = 0;
+}
+
 static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                           size_t max, bool may_suspend)
 {
@@ -1036,6 +1050,7 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     uint64_t head;
 
     lock(res);
+    return_held(res, w);
     if (!w->attached || w->kind != WATCHER_STREAM || w->closed) {
         n = -EPIPE;
         goto out;
@@ -1056,14 +1071,20 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     while (w->cursor < head && (size_t)n < max) {
         const struct ring_event *e = ring_at(res->ring, w->cursor);
 
-        w->cursor++;
         if (e->rv <= w->from_rv) {
+            w->cursor++;
             continue;
         }
-        out[n] = *e;
-        blob_ref(e->obj);
-        blob_ref(e->prev);
-        n++;
+        /* The events handed out are consecutive: borrow each segment they enter, rather
+         * than a reference on each blob (shared cache lines, from every worker thread). */
+        if (w->n_held == 0 || w->cursor % RING_SEG == 0) {
+            if (w->n_held == WATCHER_HELD_MAX) {
+                break;
+            }
+            w->held[w->n_held++] = ring_borrow(res->ring, w->cursor);
+        }
+        out[n++] = *e;
+        w->cursor++;
     }
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
@@ -1088,16 +1109,6 @@ bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *r
     return idle;
 }
 
-void ring_event_release(struct ring_event *ev, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        blob_unref(ev[i].obj);
-        blob_unref(ev[i].prev);
-        ev[i].obj = NULL;
-        ev[i].prev = NULL;
-    }
-}
-
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms)
 {
     lock(res);
@@ -1109,6 +1120,7 @@ void resource_watch_detach(struct resource *res, struct watcher *w)
 {
     lock(res);
     if (w->attached) {
+        return_held(res, w);
         sleep_del(w);
         if (w->kind == WATCHER_STREAM) {
             list_del(&res->streams, w);

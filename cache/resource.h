@@ -37,6 +37,9 @@ typedef void watchers_wake_fn(void *ctx);
 
 enum watcher_kind { WATCHER_STREAM = 0, WATCHER_RVWAIT };
 
+/* Ring segments one batch may borrow: a batch of up to RING_SEG events spans at most two. */
+#define WATCHER_HELD_MAX 2
+
 /*
  * A downstream watch (or a request waiting for the RV to reach some value), embedded by the
  * caller in its per-request state. Set the public fields before attaching; the private ones
@@ -68,6 +71,8 @@ struct watcher {
     void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
     struct watcher *sleep_prev, *sleep_next; /* STREAM, suspended: its bucket's sleep list */
     struct watcher **sleep_head;   /* the sleep list it is on; NULL = on none */
+    struct ring_seg *held[WATCHER_HELD_MAX]; /* STREAM: ring segments the last batch borrowed */
+    size_t n_held;
 };
 
 /* Counters, read with resource_stats(). */
@@ -203,8 +208,11 @@ int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot 
 int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64_t due_ms);
 
 /*
- * Takes up to <max> events after the cursor into <out> (each with new references to obj
- * and prev: release with ring_event_release) and advances the cursor.
+ * Copies up to <max> events after the cursor into <out> and advances the cursor. The events
+ * are lent, without a reference per blob: their obj and prev stay valid (even if the events
+ * leave the history meanwhile) until the next resource_watch_next/take or
+ * resource_watch_detach of <w>, which gives them back (the watcher borrows the ring
+ * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary.
  * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
  * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
  * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).
@@ -228,13 +236,11 @@ bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *r
 ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
 
-/* Drops the references of <n> events taken by resource_watch_next. */
-void ring_event_release(struct ring_event *ev, size_t n);
-
 /* Sets when the tick must wake this watcher next (bookmark or deadline); 0 = never. */
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms);
 
-/* Detaches <w> (idempotent; a never-attached watcher is fine). */
+/* Detaches <w> (idempotent; a never-attached watcher is fine) and gives back the events of
+ * its last batch. */
 void resource_watch_detach(struct resource *res, struct watcher *w);
 
 /* Marks <w> closed and wakes it if suspended (e.g. a disconnected peer found by a sweep). */

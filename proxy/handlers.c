@@ -979,10 +979,7 @@ static void hreq_free(void *state)
     if (h->frames > 0) {
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);
     }
-    if (h->pend) {
-        ring_event_release(h->pend + h->pend_i, h->pend_n - h->pend_i);
-        free(h->pend);
-    }
+    free(h->pend); /* its events were lent: the detach above gave them back */
     snapshot_unref(h->initial);
     selector_free(h->lsel);
     selector_free(h->fsel);
@@ -2285,7 +2282,6 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {
                 return (ssize_t)n;
             }
-            ring_event_release(&h->pend[h->pend_i], 1);
             h->pend_i++;
             if (h->over) {
                 return (ssize_t)n;
@@ -2309,7 +2305,8 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             }
         }
         /* with bytes in hand this call will not suspend: take without arming the suspended
-         * flag, or a writer could resume (wake) a connection that is not suspended */
+         * flag, or a writer could resume (wake) a connection that is not suspended. The
+         * events are lent until the next take or the detach (no reference per blob). */
         if (!h->pend) {
             h->pend = xmalloc(HANDLERS_BATCH * sizeof(*h->pend));
         }
