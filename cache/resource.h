@@ -73,6 +73,8 @@ struct watcher {
     struct watcher **sleep_head;   /* the sleep list it is on; NULL = on none */
     struct ring_seg *held[WATCHER_HELD_MAX]; /* STREAM: ring segments the last batch borrowed */
     size_t n_held;
+    size_t due_idx; /* 1 + its place in the resource's due heap; 0 = not in it */
+    bool overdue;   /* a tick found it due and due_ms has not moved since */
 };
 
 /* Counters, read with resource_stats(). */
@@ -247,9 +249,11 @@ void resource_watch_detach(struct resource *res, struct watcher *w);
 void resource_watch_kill(struct resource *res, struct watcher *w);
 
 /*
- * The 1 s tick: wakes suspended watchers whose due_ms <= now_ms, and for each suspended
- * watcher calls <dead>(w, ctx) (may be NULL) under the lock: when it returns true the watcher
- * is closed and woken. <dead> must be cheap and must not call into the cache.
+ * The tick: wakes suspended watchers whose due_ms <= now_ms (again at every tick while it
+ * stays so), and when <dead> is not NULL calls <dead>(w, ctx) under the lock for each other
+ * suspended watcher: when it returns true the watcher is closed and woken. <dead> must be
+ * cheap and must not call into the cache. Cost: O(log n) per due watcher (a heap on due_ms),
+ * plus the suspended ones when <dead> is given; running watchers are not visited.
  * Returns the number woken.
  */
 size_t resource_tick(struct resource *res, int64_t now_ms, bool (*dead)(struct watcher *w, void *ctx),

@@ -671,6 +671,16 @@ Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 120)
     /* The next tick wakes it again while still due; "later" joins at 2000. */
     cr_assert_eq(resource_tick(res, 2000, NULL, NULL), 2);
     cr_assert_eq(atomic_load(&kl.calls), 1);
+    /* "running" fell due while it ran: once it suspends, the next tick wakes it; the others
+     * were woken and have not suspended since */
+    cr_assert_eq(drain(res, &running, NULL, 0), 0);
+    cr_assert_eq(resource_tick(res, 2100, NULL, NULL), 1);
+    cr_assert_eq(atomic_load(&kr.calls), 1);
+    /* a new due time in the future: not woken before it */
+    cr_assert_eq(drain(res, &running, NULL, 0), 0);
+    resource_watch_set_due(res, &running, 5000);
+    cr_assert_eq(resource_tick(res, 4999, NULL, NULL), 0);
+    cr_assert_eq(resource_tick(res, 5000, NULL, NULL), 1);
     resource_watch_detach(res, &due);
     resource_watch_detach(res, &later);
     resource_watch_detach(res, &dead);
