@@ -2026,43 +2026,77 @@ static enum emit_rc emit_pieces(struct hreq *h, char *buf, size_t max, size_t *n
     return EMIT_OK;
 }
 
-/* The event object as negotiated: the object (PartialObjectMetadataList cannot transform one
- * object, and watchEmbeddedEncoder then sends it untransformed), a PartialObjectMetadata,
- * or a one-row Table with column definitions on the first event only. */
+/* The event object as negotiated when it is transformed: a PartialObjectMetadata, or a
+ * one-row Table with column definitions on the first event only. (emit_view gathers the
+ * plain object itself.) */
 static void pc_event_object(struct pieces *pc, struct hreq *h, const struct objview *ov)
 {
     if (h->neg.as == NEG_AS_POM) {
         pc_pom(pc, h->ar, &h->neg, ov);
-    } else if (h->neg.as == NEG_AS_TABLE) {
+    } else {
         pc_table_single(pc, h, ov, !h->table_hdr_sent);
         h->table_hdr_sent = true;
-    } else {
-        struct iovec tmp[6];
-        size_t total, n = object_pieces(h->typemeta, h->typemeta_len, ov, tmp, &total);
-        for (size_t i = 0; i < n; i++) {
-            pc_lent(pc, tmp[i].iov_base, tmp[i].iov_len);
-        }
     }
 }
 
-/* Frames {"type":T,"object":O}\n around pc_event_object. */
-static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
-                              const struct objview *ov)
+#define FRAME_HEAD_MAX 48
+
+/* Writes {"type":"<type>","object": into <head> (FRAME_HEAD_MAX bytes); returns its length.
+ * Per frame and per watcher: memcpy, not snprintf (it showed in profiles). */
+static size_t frame_head(const char *type, char *head)
 {
-    struct pieces pc = {0};
     static const char pre[] = "{\"type\":\"", post[] = "\",\"object\":";
-    char head[48];
-    enum emit_rc rc;
     size_t tl = strlen(type), w = 0;
 
-    /* per frame and per watcher: memcpy, not snprintf (it showed in profiles) */
-    BUG_ON(tl > sizeof(head) - sizeof(pre) - sizeof(post));
+    BUG_ON(tl > FRAME_HEAD_MAX - sizeof(pre) - sizeof(post));
     memcpy(head, pre, sizeof(pre) - 1);
     w += sizeof(pre) - 1;
     memcpy(head + w, type, tl);
     w += tl;
     memcpy(head + w, post, sizeof(post) - 1);
-    w += sizeof(post) - 1;
+    return w + sizeof(post) - 1;
+}
+
+/* A frame whose object is not transformed (most watches; also PartialObjectMetadataList,
+ * which cannot transform one object, so watchEmbeddedEncoder sends it untransformed). */
+static bool frame_is_plain(const struct hreq *h)
+{
+    return h->neg.as != NEG_AS_POM && h->neg.as != NEG_AS_TABLE;
+}
+
+/* The plain frame: <head> (w bytes), the object's pieces, "}\n", as at most 8 iovecs.
+ * Returns their count; *total gets the frame's length. */
+static size_t plain_frame_iov(const struct hreq *h, const char *head, size_t w,
+                              const struct objview *ov, struct iovec *iov, size_t *total)
+{
+    size_t cnt, len;
+
+    iov[0].iov_base = (void *)head;
+    iov[0].iov_len = w;
+    cnt = 1 + object_pieces(h->typemeta, h->typemeta_len, ov, iov + 1, &len);
+    iov[cnt].iov_base = (void *)"}\n";
+    iov[cnt++].iov_len = 2;
+    *total = w + len + 2;
+    return cnt;
+}
+
+/* Frames {"type":T,"object":O}\n around the object or pc_event_object. */
+static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                              const struct objview *ov)
+{
+    struct pieces pc;
+    char head[FRAME_HEAD_MAX];
+    enum emit_rc rc;
+    size_t w = frame_head(type, head);
+
+    if (frame_is_plain(h)) {
+        /* gathered straight into the buffer, without a struct pieces per event and watcher */
+        struct iovec iov[8];
+        size_t total, cnt = plain_frame_iov(h, head, w, ov, iov, &total);
+
+        return emit_pieces(h, buf, max, n, iov, cnt, total);
+    }
+    memset(&pc, 0, sizeof(pc));
     pc_lent(&pc, head, w);
     pc_event_object(&pc, h, ov);
     pc_lit(&pc, "}\n");
