@@ -50,6 +50,8 @@ struct ring_seg {
     unsigned borrowers; /* ring_borrow minus ring_return */
     bool retired;       /* the ring no longer holds it */
     struct ring_event ev[RING_SEG];
+    _Atomic(void *) aux[RING_SEG]; /* attachments: set by borrowers (CAS), freed under the lock
+                                      only while nobody borrows the segment */
 };
 
 static struct ring_seg *seg_of(const struct ring *r, uint64_t seq)
@@ -62,10 +64,17 @@ static struct ring_event *slot(const struct ring *r, uint64_t seq)
     return &seg_of(r, seq)->ev[seq % RING_SEG];
 }
 
+/* Frees an attachment (the caller made sure no borrower can be reading it). */
+static void aux_drop(_Atomic(void *) *aux)
+{
+    free(atomic_exchange_explicit(aux, NULL, memory_order_acquire));
+}
+
 static void event_clear(struct ring_event *e)
 {
     blob_unref(e->obj);
     blob_unref(e->prev);
+    aux_drop(e->aux);
     memset(e, 0, sizeof(*e));
 }
 
@@ -75,8 +84,20 @@ static void seg_free(struct ring_seg *g)
     for (size_t i = 0; i < RING_SEG; i++) {
         blob_unref(g->ev[i].obj);
         blob_unref(g->ev[i].prev);
+        aux_drop(&g->aux[i]);
     }
     free(g);
+}
+
+/* Frees the attachments of the segment's events that are RING_AUX_SPAN behind the head
+ * (nobody borrows the segment). */
+static void seg_age(const struct ring *r, struct ring_seg *g)
+{
+    uint64_t old = r->head > RING_AUX_SPAN ? r->head - RING_AUX_SPAN : 0;
+
+    for (uint64_t seq = g->base; seq < old && seq < g->base + RING_SEG; seq++) {
+        aux_drop(&g->aux[seq % RING_SEG]);
+    }
 }
 
 /* Segments that <cap> events can span, plus the one being filled. */
@@ -243,11 +264,19 @@ int ring_push(struct ring *r, enum watch_type type, struct blob *obj, struct blo
         struct ring_seg *g = xcalloc(1, sizeof(*g));
 
         g->base = r->head;
+        for (size_t i = 0; i < RING_SEG; i++) {
+            atomic_init(&g->aux[i], NULL);
+        }
         r->segs[r->seg_hi & (r->seg_cap - 1)] = g;
         r->seg_hi++;
     }
+    /* Only the newest events keep attachments (ring.h). */
+    if (r->head >= r->tail + RING_AUX_SPAN && seg_of(r, r->head - RING_AUX_SPAN)->borrowers == 0) {
+        aux_drop(slot(r, r->head - RING_AUX_SPAN)->aux);
+    }
     e = slot(r, r->head);
     e->seq = r->head;
+    e->aux = &seg_of(r, r->head)->aux[r->head % RING_SEG];
     e->rv = rv;
     e->type = type;
     e->obj = blob_ref(obj);
@@ -370,12 +399,30 @@ void ring_return(struct ring *r, struct ring_seg *g)
         seg_free(g);
         return;
     }
-    /* Still held: clear what was evicted from it while it was borrowed. */
+    /* Still held: clear what was evicted from it while it was borrowed, and attachments
+     * that aged meanwhile. */
     for (uint64_t seq = g->base; seq < r->tail && seq < g->base + RING_SEG; seq++) {
         if (g->ev[seq % RING_SEG].obj != NULL) {
             event_clear(&g->ev[seq % RING_SEG]);
         }
     }
+    seg_age(r, g);
+}
+
+void *ring_aux(const struct ring_event *e)
+{
+    return atomic_load_explicit(e->aux, memory_order_acquire);
+}
+
+void *ring_aux_attach(const struct ring_event *e, void *aux)
+{
+    void *cur = NULL;
+
+    if (atomic_compare_exchange_strong_explicit(e->aux, &cur, aux, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        return aux;
+    }
+    return cur;
 }
 
 size_t ring_footprint(const struct ring *r)

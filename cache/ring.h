@@ -35,6 +35,7 @@
 #ifndef KWP_CACHE_RING_H
 #define KWP_CACHE_RING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +53,8 @@ struct ring_event {
     enum watch_type type;
     struct blob *obj;
     struct blob *prev;
-    int64_t t_ms; /* when it was appended */
+    int64_t t_ms;         /* when it was appended */
+    _Atomic(void *) *aux; /* its slot's attachment (ring_aux), also from a copy of the event */
 };
 
 /* Seqs per segment (the unit of storage and of borrowing); a power of two. */
@@ -108,8 +110,27 @@ const struct ring_event *ring_at(const struct ring *r, uint64_t seq);
 struct ring_seg *ring_borrow(struct ring *r, uint64_t seq);
 
 /* Returns a borrow: the last one frees what the ring has let go of meanwhile (the evicted
- * events' references, or the whole segment). */
+ * events' references and attachments, or the whole segment). */
 void ring_return(struct ring *r, struct ring_seg *seg);
+
+/*
+ * Attachments: one heap block per event that readers derive from it and share (the proxy's
+ * encoded watch frame), so the first reader builds it and the others reuse it. Called
+ * WITHOUT the lock on a copy <e> of an event whose segment the caller has borrowed (that
+ * keeps the block alive); any thread. The ring frees a block with free() once the event is
+ * RING_AUX_SPAN seqs behind the head, or evicted, and nobody borrows its segment: so blocks
+ * cost memory for the newest events only (a borrower may re-attach to an older one; its last
+ * ring_return frees that).
+ */
+#define RING_AUX_SPAN (2 * RING_SEG)
+
+/* The block attached to <e>, or NULL. */
+void *ring_aux(const struct ring_event *e);
+
+/* Attaches <aux> (malloc'd) to <e> unless a block is there already. Returns the attached
+ * block: <aux>, now owned by the ring, or the one another reader attached first (then the
+ * caller still owns <aux>). */
+void *ring_aux_attach(const struct ring_event *e, void *aux);
 
 /*
  * Finds where a watch from <rv> starts: sets <seq> to the first event with rv > <rv>

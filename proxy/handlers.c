@@ -2165,6 +2165,67 @@ static enum emit_rc emit_status(struct hreq *h, char *buf, size_t max, size_t *n
     return emit_pieces(h, buf, max, n, iov, 3, iov[0].iov_len + len + 2);
 }
 
+/*
+ * The frame of an event as stored (its own type, its object, the resource's typemeta) is the
+ * same bytes for every plain watcher of the resource: the first one to send the event builds
+ * it and attaches it to the event in the ring (ring_aux_attach, freed by the ring), and the
+ * others copy it in one piece instead of gathering it again. Valid while the event's batch
+ * is lent (resource_watch_next).
+ */
+struct shared_frame {
+    const struct apires *ar; /* the resource whose typemeta it carries */
+    size_t len;
+    char data[];
+};
+
+static struct shared_frame *shared_frame_new(const struct hreq *h, const char *type,
+                                             const struct blob *b)
+{
+    char head[FRAME_HEAD_MAX];
+    struct iovec iov[8];
+    struct objview ov = ov_of(b, NULL);
+    size_t total, cnt = plain_frame_iov(h, head, frame_head(type, head), &ov, iov, &total);
+    struct shared_frame *f = xmalloc(sizeof(*f) + total);
+    char *dst = f->data;
+
+    f->ar = h->ar;
+    f->len = total;
+    for (size_t i = 0; i < cnt; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    return f;
+}
+
+/* Emits <ev> as <type> with its own object: from the shared frame when this watcher's frame
+ * is the stored one (plain, and <type> is the event's own), else built for this watcher. */
+static enum emit_rc emit_stored(struct hreq *h, char *buf, size_t max, size_t *n,
+                                const struct ring_event *ev, enum watch_type type)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    const struct shared_frame *f = NULL;
+    struct iovec iov;
+
+    BUG_ON(type > WATCH_DELETED);
+    if (type == ev->type && ev->aux != NULL && frame_is_plain(h)) {
+        f = ring_aux(ev);
+        if (f == NULL) {
+            struct shared_frame *mine = shared_frame_new(h, names[type], ev->obj);
+
+            f = ring_aux_attach(ev, mine);
+            if (f != mine) {
+                free(mine);
+            }
+        }
+    }
+    if (f == NULL || f->ar != h->ar) {
+        return emit_object(h, buf, max, n, names[type], ev->obj, NULL);
+    }
+    iov.iov_base = (void *)f->data;
+    iov.iov_len = f->len;
+    return emit_pieces(h, buf, max, n, &iov, 1, f->len);
+}
+
 /* SEMANTICS 2.10: the event as this watcher sees it through its filter. */
 static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
                                const struct ring_event *ev)
@@ -2177,15 +2238,15 @@ static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
     }
     if (ev->type == WATCH_DELETED) {
         if (scope_match(h, ev->prev ? ev->prev : ev->obj)) {
-            rc = emit_object(h, buf, max, n, "DELETED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_DELETED);
         }
     } else {
         cur = scope_match(h, ev->obj);
         old = ev->prev && scope_match(h, ev->prev);
         if (cur && !old) {
-            rc = emit_object(h, buf, max, n, "ADDED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_ADDED);
         } else if (cur && old) {
-            rc = emit_object(h, buf, max, n, "MODIFIED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_MODIFIED);
         } else if (!cur && old) {
             rc = emit_object(h, buf, max, n, "DELETED", ev->prev, ev->obj->rv_str);
         }

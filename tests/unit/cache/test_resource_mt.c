@@ -485,7 +485,8 @@ Test(resource_mt, snapshots_stay_exact_while_writer_goes_on, .timeout = 120)
  * reader that holds its batch while the writer pushes the events out of a small history must
  * still read every blob intact (ASan/TSan would see a use after free) until its next call.
  * Each holder reads, dawdles with the batch in hand, checks it again, and re-attaches at the
- * head whenever it is ended as a laggard, until the writer is done.
+ * head whenever it is ended as a laggard, until the writer is done. The holders also share an
+ * attachment per event (ring_aux_attach), as the proxy shares encoded frames.
  */
 struct holder {
     struct resource *res;
@@ -510,6 +511,18 @@ static bool check_held(struct holder *h, const struct ring_event *ev, ssize_t n)
         /* the previous version of the key was written KEY_PERIOD rvs earlier */
         if (ev[i].prev != NULL && ev[i].prev->rv + KEY_PERIOD != ev[i].rv) {
             snprintf(h->why, sizeof(h->why), "rv %s has prev %.20s", want, ev[i].prev->data);
+            return false;
+        }
+        /* the holders race to attach a block to each event and must all see the same one,
+         * intact, while the writer ages and evicts attachments */
+        char *mine = strdup(want);
+        const char *got = ring_aux_attach(&ev[i], mine);
+
+        if (got != mine) {
+            free(mine);
+        }
+        if (strcmp(got, want) != 0) {
+            snprintf(h->why, sizeof(h->why), "rv %s has attachment %.20s", want, got);
             return false;
         }
     }

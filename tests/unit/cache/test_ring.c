@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache/blob.h"
 #include "cache/ring.h"
@@ -470,3 +471,38 @@ Test(ring, slots_stay_put_across_resizes_and_segments)
     cr_assert_eq(atomic_load(&obj->ref), 1);
 }
 
+/* ---- attachments (a block readers share per event, e.g. an encoded frame) ------------------ */
+
+Test(ring, attachment_is_shared_and_aged_out_behind_the_head)
+{
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 1024, .max_cap = 1024});
+    struct ring_event e;
+    char *mine = strdup("frame"), *other = strdup("other");
+    struct ring_seg *g;
+
+    push_n(r, 1, 1, 1, 0);
+    e = *ring_at(r, 0); /* readers work on copies */
+    g = ring_borrow(r, 0);
+    cr_assert_null(ring_aux(&e));
+    cr_assert_eq(ring_aux_attach(&e, mine), mine, "the first one attaches");
+    cr_assert_eq(ring_aux_attach(&e, other), mine, "a later one gets the first");
+    cr_assert_eq(ring_aux(ring_at(r, 0)), mine, "every copy of the event sees it");
+    free(other);
+    push_n(r, 2, 1, RING_AUX_SPAN + 10, 0);
+    cr_assert_eq(ring_aux(&e), mine, "kept while its segment is borrowed");
+    ring_return(r, g);
+    cr_assert_null(ring_aux(&e), "freed by the last return once behind the head");
+    /* without a borrow it goes when the head moves RING_AUX_SPAN past it */
+    e = *ring_at(r, ring_head(r) - 1);
+    g = ring_borrow(r, e.seq);
+    cr_assert_not_null(ring_aux_attach(&e, strdup("x")));
+    ring_return(r, g);
+    push_n(r, 1000, 1, RING_AUX_SPAN - 1, 0);
+    cr_assert_not_null(ring_aux(&e));
+    push_n(r, 2000, 1, 1, 0);
+    cr_assert_null(ring_aux(&e));
+    /* one left attached is freed with the ring (ASan: no leak) */
+    e = *ring_at(r, ring_head(r) - 1);
+    cr_assert_not_null(ring_aux_attach(&e, strdup("y")));
+    ring_free(r);
+}
