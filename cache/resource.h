@@ -214,7 +214,8 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
  * are lent, without a reference per blob: their obj and prev stay valid (even if the events
  * leave the history meanwhile) until the next resource_watch_next/take or
  * resource_watch_detach of <w>, which gives them back (the watcher borrows the ring
- * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary.
+ * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary
+ * when <max> > RING_SEG; with <max> <= RING_SEG a short batch means nothing more was pending.
  * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
  * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
  * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).

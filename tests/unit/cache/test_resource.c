@@ -517,6 +517,15 @@ Test(resource, batch_stops_at_the_second_segment)
     cr_assert_eq(n, 300 - 4 * RING_SEG);
     cr_assert_eq(ev[n - 1].rv, 301);
     cr_assert_eq(resource_watch_next(res, &w, ev, 300), 0);
+    /* up to RING_SEG events are never cut short, wherever the batch starts */
+    for (uint64_t rv = 302; rv < 302 + 3 * RING_SEG; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    cr_assert_eq(resource_watch_next(res, &w, ev, 1), 1); /* from mid-segment */
+    while ((n = resource_watch_next(res, &w, ev, RING_SEG)) == RING_SEG) {
+    }
+    cr_assert_eq(n, 3 * RING_SEG - 1 - 2 * RING_SEG, "short only at the end");
+    cr_assert_eq(ev[n - 1].rv, 301 + 3 * RING_SEG);
     resource_watch_detach(res, &w);
     resource_free(res);
 }
