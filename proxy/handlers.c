@@ -2362,10 +2362,9 @@ static void batch_give(struct ring_event *b)
     }
 }
 
-static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
+static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
 {
     size_t n = 0;
-    int64_t now;
     bool drained = false; /* the last batch taken was short: it emptied the history */
 
     if (h->over) {
@@ -2377,7 +2376,6 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
     if (h->ending) {
         return HTTP_STREAM_END;
     }
-    now = clock_mono_ms();
     if (now >= h->deadline_ms) {
         h->ending = true;
         return HTTP_STREAM_END;
@@ -2472,20 +2470,21 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
 static ssize_t watch_read(void *ctx, char *buf, size_t max)
 {
     struct hreq *h = ctx;
+    int64_t now = clock_mono_ms();
     ssize_t got;
 
     if (buf != h->wbuf) { /* a new buffer (the first call): assume every page was touched */
         h->wbuf = buf;
         h->wbuf_dirty = max;
-        h->last_data_ms = clock_mono_ms();
+        h->last_data_ms = now;
     }
-    got = watch_fill(h, buf, max);
+    got = watch_fill(h, buf, max, now);
     if (h->frames > 0) { /* one shared-counter update per call, not per frame */
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);
         h->frames = 0;
     }
     if (got > 0) {
-        h->last_data_ms = clock_mono_ms();
+        h->last_data_ms = now;
         if ((size_t)got > h->wbuf_dirty) {
             h->wbuf_dirty = (size_t)got;
         }
