@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -2360,39 +2359,22 @@ static bool watch_lagging(struct hreq *h, const struct ring_event *ev, int64_t n
 }
 
 /*
- * Batch arrays (HANDLERS_BATCH events, ~1.8 KB: above malloc's per-thread cache) are held
- * only while a watch has events in hand, so an idle watch costs none. At low rates a watch
- * takes and gives one back for every event it is woken for: each thread keeps one spare
- * instead of a malloc and a free each time (freed when the thread exits).
+ * Batch arrays (HANDLERS_BATCH events, ~1.8 KB) are held only while a watch has events in
+ * hand, so an idle watch costs none; a watch woken for one event mallocs one and frees it.
+ * No spare is kept per thread to save that pair: with one, and so no malloc/free pair at a
+ * new watch's first wake-up, glibc carved the long-lived allocations of new watches out of
+ * the holes their LISTs' reply blocks had left (malloc_trim then found ~4,000 holes instead
+ * of ~60 and left their edge pages resident), and memory per idle watch rose from 6.9 to
+ * 8.6-10.8 KB (5,000 watches on 100 1 KiB pods; bench/README, "Memory per idle watch").
  */
-static pthread_key_t batch_key;
-static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
-
-static void batch_key_init(void)
-{
-    BUG_ON(pthread_key_create(&batch_key, free) != 0);
-}
-
 static struct ring_event *batch_take(void)
 {
-    struct ring_event *b;
-
-    BUG_ON(pthread_once(&batch_once, batch_key_init) != 0);
-    b = pthread_getspecific(batch_key);
-    if (b == NULL) {
-        return xmalloc(HANDLERS_BATCH * sizeof(*b));
-    }
-    BUG_ON(pthread_setspecific(batch_key, NULL) != 0);
-    return b;
+    return xmalloc(HANDLERS_BATCH * sizeof(struct ring_event));
 }
 
 static void batch_give(struct ring_event *b)
 {
-    if (pthread_getspecific(batch_key) == NULL) {
-        BUG_ON(pthread_setspecific(batch_key, b) != 0);
-    } else {
-        free(b);
-    }
+    free(b);
 }
 
 static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
