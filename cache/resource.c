@@ -10,6 +10,9 @@
  * flag is set, clearing that flag (whoever clears it owns the wake-up); after unlocking it
  * calls their wake functions. A suspended watcher cannot be freed before its wake call, and
  * the (fn, ctx) pairs are copied under the lock, so no watcher memory is read unlocked.
+ * Readers copy their batch of events under the lock and read the blobs after unlocking: the
+ * watcher borrows the ring segments of the batch (ring_borrow, plain counters under <mu>)
+ * until its next call or its detach, so evicting those events meanwhile keeps their blobs.
  * Dispatch index: each STREAM watcher sits in exactly one place, a bucket keyed by its
  * trigger value ('t') or namespace ('n'), or the unscoped list. An event visits the unscoped
  * list and the buckets of its object's namespace and of its object's and previous object's
@@ -91,6 +94,9 @@ struct resource {
     struct wbucket **btab;    /* dispatch buckets, chained; btab_cap is a power of two */
     size_t btab_cap;
     size_t btab_len;
+    struct watcher **due;     /* min-heap on due_ms: watchers to wake at a time (see tick) */
+    size_t due_len;
+    size_t due_cap;
     uint64_t rv;             /* current rv (events, progress, relists) */
     uint64_t epoch;          /* bumped by every relist; ends older STREAM watchers */
     bool ready;              /* a relist completed and upstream has not broken since */
@@ -346,6 +352,80 @@ static void wake_stream(struct wakeset *ws, struct watcher *w, uint64_t seq)
     wakeset_add(ws, w);
 }
 
+/*
+ * The due heap: every attached watcher with a due time that no tick has found due yet, so a
+ * tick pops what is due instead of walking every watcher. A tick marks what it pops
+ * <overdue>; a popped watcher that was running, or that was woken and suspends again while
+ * its due time stays in the past, goes back in when it suspends (sleep_add), so the next
+ * tick wakes it: as before, a suspended watcher whose due time has passed is woken by every
+ * tick until its due time moves.
+ */
+static void due_set(struct resource *res, size_t i, struct watcher *w)
+{
+    res->due[i] = w;
+    w->due_idx = i + 1;
+}
+
+static void due_up(struct resource *res, size_t i)
+{
+    struct watcher *w = res->due[i];
+
+    while (i > 0 && res->due[(i - 1) / 2]->due_ms > w->due_ms) {
+        due_set(res, i, res->due[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    due_set(res, i, w);
+}
+
+static void due_down(struct resource *res, size_t i)
+{
+    struct watcher *w = res->due[i];
+
+    for (;;) {
+        size_t c = 2 * i + 1;
+
+        if (c >= res->due_len) {
+            break;
+        }
+        if (c + 1 < res->due_len && res->due[c + 1]->due_ms < res->due[c]->due_ms) {
+            c++;
+        }
+        if (w->due_ms <= res->due[c]->due_ms) {
+            break;
+        }
+        due_set(res, i, res->due[c]);
+        i = c;
+    }
+    due_set(res, i, w);
+}
+
+static void due_add(struct resource *res, struct watcher *w)
+{
+    if (res->due_len == res->due_cap) {
+        res->due_cap = res->due_cap ? res->due_cap * 2 : 64;
+        res->due = xrealloc(res->due, res->due_cap * sizeof(*res->due));
+    }
+    res->due[res->due_len++] = w;
+    due_up(res, res->due_len - 1);
+}
+
+static void due_del(struct resource *res, struct watcher *w)
+{
+    size_t i = w->due_idx - 1;
+    struct watcher *last;
+
+    if (w->due_idx == 0) {
+        return;
+    }
+    w->due_idx = 0;
+    last = res->due[--res->due_len];
+    if (i < res->due_len) {
+        due_set(res, i, last);
+        due_up(res, i);
+        due_down(res, last->due_idx - 1);
+    }
+}
+
 /* Marks a STREAM watcher suspended and puts it on its dispatch list's sleep list. */
 static void sleep_add(struct resource *res, struct watcher *w)
 {
@@ -353,6 +433,9 @@ static void sleep_add(struct resource *res, struct watcher *w)
     struct watcher **head = b != NULL ? &b->sleeping : &res->unscoped_sleeping;
 
     w->suspended = true;
+    if (w->overdue && w->due_idx == 0) { /* due while it ran: the next tick wakes it */
+        due_add(res, w);
+    }
     if (w->sleep_head != NULL) { /* already there: it suspended again without a wake */
         return;
     }
@@ -567,6 +650,9 @@ static void attach(struct resource *res, struct watcher *w, enum watcher_kind ki
     w->closed = false;
     w->sleep_prev = w->sleep_next = NULL;
     w->sleep_head = NULL;
+    w->n_held = 0;
+    w->due_idx = 0;
+    w->overdue = false;
     if (kind == WATCHER_STREAM) {
         list_add(&res->streams, w);
         index_add(res, w);
@@ -603,7 +689,9 @@ void resource_free(struct resource *res)
     /* A watcher still attached would point into freed memory. */
     BUG_ON(res->streams != NULL || res->waiters != NULL || res->unscoped_sleeping != NULL);
     BUG_ON(res->btab_len != 0); /* empty buckets are freed at detach */
+    BUG_ON(res->due_len != 0);
     free(res->btab);
+    free(res->due);
     snapshot_unref(res->snap);
     ckpt_clear(&res->ckpts);
     free(res->ckpts.v);
@@ -1008,6 +1096,9 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
         w->wait_rv = rv;
         w->due_ms = due_ms;
         w->suspended = true;
+        if (due_ms != 0) {
+            due_add(res, w);
+        }
         rc = -EAGAIN;
     }
     unlock(res);
@@ -1029,6 +1120,16 @@ ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring
     return watch_next(res, w, out, max, false);
 }
 
+/* Gives back the ring segments the watcher's last batch borrowed: its events are done. */
+static void return_held(struct resource *res, struct watcher *w)
+{
+    for (size_t i = 0; i < w->n_held; i++) {
+        ring_return(res->ring, w->held[i]);
+        w->held[i] = NULL;
+    }
+    w->n_held = 0;
+}
+
 static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                           size_t max, bool may_suspend)
 {
@@ -1036,6 +1137,7 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     uint64_t head;
 
     lock(res);
+    return_held(res, w);
     if (!w->attached || w->kind != WATCHER_STREAM || w->closed) {
         n = -EPIPE;
         goto out;
@@ -1056,14 +1158,20 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     while (w->cursor < head && (size_t)n < max) {
         const struct ring_event *e = ring_at(res->ring, w->cursor);
 
-        w->cursor++;
         if (e->rv <= w->from_rv) {
+            w->cursor++;
             continue;
         }
-        out[n] = *e;
-        blob_ref(e->obj);
-        blob_ref(e->prev);
-        n++;
+        /* The events handed out are consecutive: borrow each segment they enter, rather
+         * than a reference on each blob (shared cache lines, from every worker thread). */
+        if (w->n_held == 0 || w->cursor % RING_SEG == 0) {
+            if (w->n_held == WATCHER_HELD_MAX) {
+                break;
+            }
+            w->held[w->n_held++] = ring_borrow(res->ring, w->cursor);
+        }
+        out[n++] = *e;
+        w->cursor++;
     }
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
@@ -1088,20 +1196,17 @@ bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *r
     return idle;
 }
 
-void ring_event_release(struct ring_event *ev, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        blob_unref(ev[i].obj);
-        blob_unref(ev[i].prev);
-        ev[i].obj = NULL;
-        ev[i].prev = NULL;
-    }
-}
-
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms)
 {
     lock(res);
+    if (w->attached) {
+        due_del(res, w);
+        w->overdue = false;
+    }
     w->due_ms = due_ms;
+    if (w->attached && due_ms != 0) {
+        due_add(res, w);
+    }
     unlock(res);
 }
 
@@ -1109,6 +1214,8 @@ void resource_watch_detach(struct resource *res, struct watcher *w)
 {
     lock(res);
     if (w->attached) {
+        return_held(res, w);
+        due_del(res, w);
         sleep_del(w);
         if (w->kind == WATCHER_STREAM) {
             list_del(&res->streams, w);
@@ -1142,35 +1249,60 @@ void resource_watch_kill(struct resource *res, struct watcher *w)
     wakeset_run(&ws);
 }
 
+/* Tick helper: wakes a suspended watcher, STREAM ones at the head (nothing in their scope
+ * is pending: see the invariant at the top). */
+static void tick_wake(struct resource *res, struct wakeset *ws, struct watcher *w)
+{
+    if (w->kind == WATCHER_STREAM) {
+        wake_stream(ws, w, ring_head(res->ring));
+    } else {
+        wakeset_add(ws, w);
+    }
+}
+
+/* Tick helper: asks <dead> about each suspended watcher of a list linked through <next> or
+ * <sleep_next>; those it names are closed and woken (which unlinks them from sleep lists). */
+static void tick_sweep(struct resource *res, struct wakeset *ws, struct watcher *w, bool sleep,
+                       bool (*dead)(struct watcher *w, void *ctx), void *ctx)
+{
+    while (w != NULL) {
+        struct watcher *next = sleep ? w->sleep_next : w->next;
+
+        if (w->suspended && dead(w, ctx)) {
+            w->closed = true;
+            tick_wake(res, ws, w);
+        }
+        w = next;
+    }
+}
+
 size_t resource_tick(struct resource *res, int64_t now_ms,
                      bool (*dead)(struct watcher *w, void *ctx), void *ctx)
 {
     struct wakeset ws;
-    struct watcher *lists[2];
 
     wakeset_init(&ws);
     lock(res);
-    lists[0] = res->streams;
-    lists[1] = res->waiters;
-    for (size_t i = 0; i < 2; i++) {
-        for (struct watcher *w = lists[i]; w != NULL; w = w->next) {
-            bool due;
+    while (res->due_len > 0 && res->due[0]->due_ms <= now_ms) {
+        struct watcher *w = res->due[0];
 
-            if (!w->suspended) {
-                continue;
-            }
-            due = w->due_ms != 0 && w->due_ms <= now_ms;
-            /* A due watcher is woken anyway; its write attempt will find a dead peer. */
-            if (!due && dead != NULL && dead(w, ctx)) {
-                w->closed = true;
-                due = true;
-            }
-            if (due && w->kind == WATCHER_STREAM) {
-                wake_stream(&ws, w, ring_head(res->ring));
-            } else if (due) {
-                wakeset_add(&ws, w);
+        due_del(res, w);
+        w->overdue = true;
+        /* A due watcher is woken anyway; its write attempt will find a dead peer. A running
+         * one goes back in the heap when it suspends (sleep_add). */
+        if (w->suspended) {
+            tick_wake(res, &ws, w);
+        }
+    }
+    if (dead != NULL) {
+        /* Only suspended watchers: the sleep lists and the RV waiters. */
+        tick_sweep(res, &ws, res->unscoped_sleeping, true, dead, ctx);
+        for (size_t i = 0; i < res->btab_cap; i++) {
+            for (struct wbucket *b = res->btab[i]; b != NULL; b = b->hnext) {
+                tick_sweep(res, &ws, b->sleeping, true, dead, ctx);
             }
         }
+        tick_sweep(res, &ws, res->waiters, false, dead, ctx);
     }
     unlock(res);
     return wakeset_run(&ws);

@@ -37,6 +37,9 @@ typedef void watchers_wake_fn(void *ctx);
 
 enum watcher_kind { WATCHER_STREAM = 0, WATCHER_RVWAIT };
 
+/* Ring segments one batch may borrow: a batch of up to RING_SEG events spans at most two. */
+#define WATCHER_HELD_MAX 2
+
 /*
  * A downstream watch (or a request waiting for the RV to reach some value), embedded by the
  * caller in its per-request state. Set the public fields before attaching; the private ones
@@ -68,6 +71,10 @@ struct watcher {
     void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
     struct watcher *sleep_prev, *sleep_next; /* STREAM, suspended: its bucket's sleep list */
     struct watcher **sleep_head;   /* the sleep list it is on; NULL = on none */
+    struct ring_seg *held[WATCHER_HELD_MAX]; /* STREAM: ring segments the last batch borrowed */
+    size_t n_held;
+    size_t due_idx; /* 1 + its place in the resource's due heap; 0 = not in it */
+    bool overdue;   /* a tick found it due and due_ms has not moved since */
 };
 
 /* Counters, read with resource_stats(). */
@@ -203,8 +210,12 @@ int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot 
 int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64_t due_ms);
 
 /*
- * Takes up to <max> events after the cursor into <out> (each with new references to obj
- * and prev: release with ring_event_release) and advances the cursor.
+ * Copies up to <max> events after the cursor into <out> and advances the cursor. The events
+ * are lent, without a reference per blob: their obj and prev stay valid (even if the events
+ * leave the history meanwhile) until the next resource_watch_next/take or
+ * resource_watch_detach of <w>, which gives them back (the watcher borrows the ring
+ * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary
+ * when <max> > RING_SEG; with <max> <= RING_SEG a short batch means nothing more was pending.
  * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
  * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
  * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).
@@ -228,22 +239,22 @@ bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *r
 ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
 
-/* Drops the references of <n> events taken by resource_watch_next. */
-void ring_event_release(struct ring_event *ev, size_t n);
-
 /* Sets when the tick must wake this watcher next (bookmark or deadline); 0 = never. */
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms);
 
-/* Detaches <w> (idempotent; a never-attached watcher is fine). */
+/* Detaches <w> (idempotent; a never-attached watcher is fine) and gives back the events of
+ * its last batch. */
 void resource_watch_detach(struct resource *res, struct watcher *w);
 
 /* Marks <w> closed and wakes it if suspended (e.g. a disconnected peer found by a sweep). */
 void resource_watch_kill(struct resource *res, struct watcher *w);
 
 /*
- * The 1 s tick: wakes suspended watchers whose due_ms <= now_ms, and for each suspended
- * watcher calls <dead>(w, ctx) (may be NULL) under the lock: when it returns true the watcher
- * is closed and woken. <dead> must be cheap and must not call into the cache.
+ * The tick: wakes suspended watchers whose due_ms <= now_ms (again at every tick while it
+ * stays so), and when <dead> is not NULL calls <dead>(w, ctx) under the lock for each other
+ * suspended watcher: when it returns true the watcher is closed and woken. <dead> must be
+ * cheap and must not call into the cache. Cost: O(log n) per due watcher (a heap on due_ms),
+ * plus the suspended ones when <dead> is given; running watchers are not visited.
  * Returns the number woken.
  */
 size_t resource_tick(struct resource *res, int64_t now_ms, bool (*dead)(struct watcher *w, void *ctx),

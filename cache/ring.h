@@ -19,11 +19,23 @@
  * The "too old" boundary (SEMANTICS 2.4/3.3): oldest = reset_rv+1 when nothing was evicted
  * since the last reset, else the rv of the first kept event (or last evicted rv + 1 when
  * empty). A watch from rv is accepted iff rv >= oldest-1.
- * Not thread-safe by itself: guarded by the resource mutex.
+ *
+ * Storage and borrowing: slots live in segments of RING_SEG consecutive seqs, and a slot is
+ * written once (by ring_push) and never moved, whatever the resizes. A reader may borrow the
+ * segment of an event (ring_borrow) instead of taking a reference on each blob: until it
+ * returns it (ring_return), the events of that segment keep their blob references even if
+ * they leave the window meanwhile. So a watcher's batch costs one borrow per segment (two
+ * plain counters under the resource lock) instead of two atomic operations per event.
+ *
+ *   seg k-1 (retired, borrowed) | seg k          | seg k+1          | seg k+2 (partial)
+ *   [evicted, refs kept]        | [evicted|tail ... ]               [ ... head-1 ] (free)
+ *
+ * Not thread-safe by itself: guarded by the resource mutex (borrow counts included).
  */
 #ifndef KWP_CACHE_RING_H
 #define KWP_CACHE_RING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,8 +53,14 @@ struct ring_event {
     enum watch_type type;
     struct blob *obj;
     struct blob *prev;
-    int64_t t_ms; /* when it was appended */
+    int64_t t_ms;         /* when it was appended */
+    _Atomic(void *) *aux; /* its slot's attachment (ring_aux), also from a copy of the event */
 };
+
+/* Seqs per segment (the unit of storage and of borrowing); a power of two. */
+#define RING_SEG 64
+
+struct ring_seg;
 
 #define RING_MIN_CAP_DEFAULT 100
 #define RING_MAX_CAP_DEFAULT 102400
@@ -84,6 +102,37 @@ size_t ring_cap(const struct ring *r);
 const struct ring_event *ring_at(const struct ring *r, uint64_t seq);
 
 /*
+ * Borrows the segment holding <seq> (tail <= seq < head, else BUG): every event of it keeps
+ * its obj and prev references, even once evicted, until the matching ring_return. Returns
+ * the segment (a handle for ring_return only). Every borrow must be returned before
+ * ring_free; the segment itself stays valid until then.
+ */
+struct ring_seg *ring_borrow(struct ring *r, uint64_t seq);
+
+/* Returns a borrow: the last one frees what the ring has let go of meanwhile (the evicted
+ * events' references and attachments, or the whole segment). */
+void ring_return(struct ring *r, struct ring_seg *seg);
+
+/*
+ * Attachments: one heap block per event that readers derive from it and share (the proxy's
+ * encoded watch frame), so the first reader builds it and the others reuse it. Called
+ * WITHOUT the lock on a copy <e> of an event whose segment the caller has borrowed (that
+ * keeps the block alive); any thread. The ring frees a block with free() once the event is
+ * RING_AUX_SPAN seqs behind the head, or evicted, and nobody borrows its segment: so blocks
+ * cost memory for the newest events only (a borrower may re-attach to an older one; its last
+ * ring_return frees that).
+ */
+#define RING_AUX_SPAN (2 * RING_SEG)
+
+/* The block attached to <e>, or NULL. */
+void *ring_aux(const struct ring_event *e);
+
+/* Attaches <aux> (malloc'd) to <e> unless a block is there already. Returns the attached
+ * block: <aux>, now owned by the ring, or the one another reader attached first (then the
+ * caller still owns <aux>). */
+void *ring_aux_attach(const struct ring_event *e, void *aux);
+
+/*
  * Finds where a watch from <rv> starts: sets <seq> to the first event with rv > <rv>
  * (head if none). Returns 0, or -ESTALE when rv < oldest-1; then <boundary> (if not NULL)
  * gets oldest-1 for the "too old resource version: rv (boundary)" message.
@@ -93,7 +142,8 @@ int ring_seek(const struct ring *r, uint64_t rv, uint64_t *seq, uint64_t *bounda
 /* oldest-1: the smallest rv a watch may start from (see the header comment). */
 uint64_t ring_boundary(const struct ring *r);
 
-/* Approximate heap bytes of the slots (not the blobs). */
+/* Approximate heap bytes of the slots held by the ring (not the blobs, nor segments that
+ * only a borrower still holds). */
 size_t ring_footprint(const struct ring *r);
 
 #endif

@@ -50,6 +50,7 @@
 #include "proxy/sbuf.h"
 
 #define HANDLERS_BATCH 32
+_Static_assert(HANDLERS_BATCH <= RING_SEG, "a short batch must mean nothing more was pending");
 #define HANDLERS_BOOKMARK_DEFAULT_MS 60000
 #define HANDLERS_MIN_TIMEOUT_DEFAULT_S 1800
 #define HANDLERS_TOO_LARGE_DEFAULT_MS 3000
@@ -981,10 +982,7 @@ static void hreq_free(void *state)
     if (h->frames > 0) {
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);
     }
-    if (h->pend) {
-        ring_event_release(h->pend + h->pend_i, h->pend_n - h->pend_i);
-        free(h->pend);
-    }
+    free(h->pend); /* its events were lent: the detach above gave them back */
     snapshot_unref(h->initial);
     selector_free(h->lsel);
     selector_free(h->fsel);
@@ -2031,43 +2029,77 @@ static enum emit_rc emit_pieces(struct hreq *h, char *buf, size_t max, size_t *n
     return EMIT_OK;
 }
 
-/* The event object as negotiated: the object (PartialObjectMetadataList cannot transform one
- * object, and watchEmbeddedEncoder then sends it untransformed), a PartialObjectMetadata,
- * or a one-row Table with column definitions on the first event only. */
+/* The event object as negotiated when it is transformed: a PartialObjectMetadata, or a
+ * one-row Table with column definitions on the first event only. (emit_view gathers the
+ * plain object itself.) */
 static void pc_event_object(struct pieces *pc, struct hreq *h, const struct objview *ov)
 {
     if (h->neg.as == NEG_AS_POM) {
         pc_pom(pc, h->ar, &h->neg, ov);
-    } else if (h->neg.as == NEG_AS_TABLE) {
+    } else {
         pc_table_single(pc, h, ov, !h->table_hdr_sent);
         h->table_hdr_sent = true;
-    } else {
-        struct iovec tmp[6];
-        size_t total, n = object_pieces(h->typemeta, h->typemeta_len, ov, tmp, &total);
-        for (size_t i = 0; i < n; i++) {
-            pc_lent(pc, tmp[i].iov_base, tmp[i].iov_len);
-        }
     }
 }
 
-/* Frames {"type":T,"object":O}\n around pc_event_object. */
-static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
-                              const struct objview *ov)
+#define FRAME_HEAD_MAX 48
+
+/* Writes {"type":"<type>","object": into <head> (FRAME_HEAD_MAX bytes); returns its length.
+ * Per frame and per watcher: memcpy, not snprintf (it showed in profiles). */
+static size_t frame_head(const char *type, char *head)
 {
-    struct pieces pc = {0};
     static const char pre[] = "{\"type\":\"", post[] = "\",\"object\":";
-    char head[48];
-    enum emit_rc rc;
     size_t tl = strlen(type), w = 0;
 
-    /* per frame and per watcher: memcpy, not snprintf (it showed in profiles) */
-    BUG_ON(tl > sizeof(head) - sizeof(pre) - sizeof(post));
+    BUG_ON(tl > FRAME_HEAD_MAX - sizeof(pre) - sizeof(post));
     memcpy(head, pre, sizeof(pre) - 1);
     w += sizeof(pre) - 1;
     memcpy(head + w, type, tl);
     w += tl;
     memcpy(head + w, post, sizeof(post) - 1);
-    w += sizeof(post) - 1;
+    return w + sizeof(post) - 1;
+}
+
+/* A frame whose object is not transformed (most watches; also PartialObjectMetadataList,
+ * which cannot transform one object, so watchEmbeddedEncoder sends it untransformed). */
+static bool frame_is_plain(const struct hreq *h)
+{
+    return h->neg.as != NEG_AS_POM && h->neg.as != NEG_AS_TABLE;
+}
+
+/* The plain frame: <head> (w bytes), the object's pieces, "}\n", as at most 8 iovecs.
+ * Returns their count; *total gets the frame's length. */
+static size_t plain_frame_iov(const struct hreq *h, const char *head, size_t w,
+                              const struct objview *ov, struct iovec *iov, size_t *total)
+{
+    size_t cnt, len;
+
+    iov[0].iov_base = (void *)head;
+    iov[0].iov_len = w;
+    cnt = 1 + object_pieces(h->typemeta, h->typemeta_len, ov, iov + 1, &len);
+    iov[cnt].iov_base = (void *)"}\n";
+    iov[cnt++].iov_len = 2;
+    *total = w + len + 2;
+    return cnt;
+}
+
+/* Frames {"type":T,"object":O}\n around the object or pc_event_object. */
+static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                              const struct objview *ov)
+{
+    struct pieces pc;
+    char head[FRAME_HEAD_MAX];
+    enum emit_rc rc;
+    size_t w = frame_head(type, head);
+
+    if (frame_is_plain(h)) {
+        /* gathered straight into the buffer, without a struct pieces per event and watcher */
+        struct iovec iov[8];
+        size_t total, cnt = plain_frame_iov(h, head, w, ov, iov, &total);
+
+        return emit_pieces(h, buf, max, n, iov, cnt, total);
+    }
+    memset(&pc, 0, sizeof(pc));
     pc_lent(&pc, head, w);
     pc_event_object(&pc, h, ov);
     pc_lit(&pc, "}\n");
@@ -2136,6 +2168,67 @@ static enum emit_rc emit_status(struct hreq *h, char *buf, size_t max, size_t *n
     return emit_pieces(h, buf, max, n, iov, 3, iov[0].iov_len + len + 2);
 }
 
+/*
+ * The frame of an event as stored (its own type, its object, the resource's typemeta) is the
+ * same bytes for every plain watcher of the resource: the first one to send the event builds
+ * it and attaches it to the event in the ring (ring_aux_attach, freed by the ring), and the
+ * others copy it in one piece instead of gathering it again. Valid while the event's batch
+ * is lent (resource_watch_next).
+ */
+struct shared_frame {
+    const struct apires *ar; /* the resource whose typemeta it carries */
+    size_t len;
+    char data[];
+};
+
+static struct shared_frame *shared_frame_new(const struct hreq *h, const char *type,
+                                             const struct blob *b)
+{
+    char head[FRAME_HEAD_MAX];
+    struct iovec iov[8];
+    struct objview ov = ov_of(b, NULL);
+    size_t total, cnt = plain_frame_iov(h, head, frame_head(type, head), &ov, iov, &total);
+    struct shared_frame *f = xmalloc(sizeof(*f) + total);
+    char *dst = f->data;
+
+    f->ar = h->ar;
+    f->len = total;
+    for (size_t i = 0; i < cnt; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    return f;
+}
+
+/* Emits <ev> as <type> with its own object: from the shared frame when this watcher's frame
+ * is the stored one (plain, and <type> is the event's own), else built for this watcher. */
+static enum emit_rc emit_stored(struct hreq *h, char *buf, size_t max, size_t *n,
+                                const struct ring_event *ev, enum watch_type type)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    const struct shared_frame *f = NULL;
+    struct iovec iov;
+
+    BUG_ON(type > WATCH_DELETED);
+    if (type == ev->type && ev->aux != NULL && frame_is_plain(h)) {
+        f = ring_aux(ev);
+        if (f == NULL) {
+            struct shared_frame *mine = shared_frame_new(h, names[type], ev->obj);
+
+            f = ring_aux_attach(ev, mine);
+            if (f != mine) {
+                free(mine);
+            }
+        }
+    }
+    if (f == NULL || f->ar != h->ar) {
+        return emit_object(h, buf, max, n, names[type], ev->obj, NULL);
+    }
+    iov.iov_base = (void *)f->data;
+    iov.iov_len = f->len;
+    return emit_pieces(h, buf, max, n, &iov, 1, f->len);
+}
+
 /* SEMANTICS 2.10: the event as this watcher sees it through its filter. */
 static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
                                const struct ring_event *ev)
@@ -2148,15 +2241,15 @@ static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
     }
     if (ev->type == WATCH_DELETED) {
         if (scope_match(h, ev->prev ? ev->prev : ev->obj)) {
-            rc = emit_object(h, buf, max, n, "DELETED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_DELETED);
         }
     } else {
         cur = scope_match(h, ev->obj);
         old = ev->prev && scope_match(h, ev->prev);
         if (cur && !old) {
-            rc = emit_object(h, buf, max, n, "ADDED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_ADDED);
         } else if (cur && old) {
-            rc = emit_object(h, buf, max, n, "MODIFIED", ev->obj, NULL);
+            rc = emit_stored(h, buf, max, n, ev, WATCH_MODIFIED);
         } else if (!cur && old) {
             rc = emit_object(h, buf, max, n, "DELETED", ev->prev, ev->obj->rv_str);
         }
@@ -2265,10 +2358,29 @@ static bool watch_lagging(struct hreq *h, const struct ring_event *ev, int64_t n
     return true;
 }
 
-static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
+/*
+ * Batch arrays (HANDLERS_BATCH events, ~1.8 KB) are held only while a watch has events in
+ * hand, so an idle watch costs none; a watch woken for one event mallocs one and frees it.
+ * No spare is kept per thread to save that pair: with one, and so no malloc/free pair at a
+ * new watch's first wake-up, glibc carved the long-lived allocations of new watches out of
+ * the holes their LISTs' reply blocks had left (malloc_trim then found ~4,000 holes instead
+ * of ~60 and left their edge pages resident), and memory per idle watch rose from 6.9 to
+ * 8.6-10.8 KB (5,000 watches on 100 1 KiB pods; bench/README, "Memory per idle watch").
+ */
+static struct ring_event *batch_take(void)
+{
+    return xmalloc(HANDLERS_BATCH * sizeof(struct ring_event));
+}
+
+static void batch_give(struct ring_event *b)
+{
+    free(b);
+}
+
+static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
 {
     size_t n = 0;
-    int64_t now;
+    bool drained = false; /* the last batch taken was short: it emptied the history */
 
     if (h->over) {
         n = drain_over(h, buf, max);
@@ -2279,7 +2391,6 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
     if (h->ending) {
         return HTTP_STREAM_END;
     }
-    now = clock_mono_ms();
     if (now >= h->deadline_ms) {
         h->ending = true;
         return HTTP_STREAM_END;
@@ -2322,7 +2433,6 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {
                 return (ssize_t)n;
             }
-            ring_event_release(&h->pend[h->pend_i], 1);
             h->pend_i++;
             if (h->over) {
                 return (ssize_t)n;
@@ -2346,24 +2456,29 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
             }
         }
         /* with bytes in hand this call will not suspend: take without arming the suspended
-         * flag, or a writer could resume (wake) a connection that is not suspended */
+         * flag, or a writer could resume (wake) a connection that is not suspended. The
+         * events are lent until the next take or the detach (no reference per blob). */
+        if (n > 0 && drained) {
+            return (ssize_t)n; /* rather than lock again to find nothing: the next call looks */
+        }
         if (!h->pend) {
-            h->pend = xmalloc(HANDLERS_BATCH * sizeof(*h->pend));
+            h->pend = batch_take();
         }
         ssize_t got = n > 0 ? resource_watch_take(h->ar->res, &h->w, h->pend, HANDLERS_BATCH)
                             : resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_BATCH);
         if (got > 0) {
             h->pend_n = (size_t)got;
+            drained = got < HANDLERS_BATCH; /* HANDLERS_BATCH <= RING_SEG */
             continue;
         }
-        free(h->pend); /* an idle watch holds no batch array */
+        if (got == 0 && n > 0) {
+            return (ssize_t)n; /* MHD calls again once this is sent; we suspend then */
+        }
+        batch_give(h->pend); /* an idle watch holds no batch array */
         h->pend = NULL;
         if (got < 0) {
             h->ending = true;
             return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
-        }
-        if (n > 0) {
-            return (ssize_t)n; /* MHD calls again once this is sent; we suspend then */
         }
         http_stream_suspend(h->req);
         watch_quiet(h, now);
@@ -2374,20 +2489,21 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max)
 static ssize_t watch_read(void *ctx, char *buf, size_t max)
 {
     struct hreq *h = ctx;
+    int64_t now = clock_mono_ms();
     ssize_t got;
 
     if (buf != h->wbuf) { /* a new buffer (the first call): assume every page was touched */
         h->wbuf = buf;
         h->wbuf_dirty = max;
-        h->last_data_ms = clock_mono_ms();
+        h->last_data_ms = now;
     }
-    got = watch_fill(h, buf, max);
+    got = watch_fill(h, buf, max, now);
     if (h->frames > 0) { /* one shared-counter update per call, not per frame */
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);
         h->frames = 0;
     }
     if (got > 0) {
-        h->last_data_ms = clock_mono_ms();
+        h->last_data_ms = now;
         if ((size_t)got > h->wbuf_dirty) {
             h->wbuf_dirty = (size_t)got;
         }

@@ -1065,6 +1065,34 @@ Test(proxy, watch_replays_writes_after_rv, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* kwp_frames_sent_total counts every frame a watch was sent, while the watch is still open
+ * (and quiet). */
+Test(proxy, frames_metric_reaches_every_frame_of_an_open_quiet_watch, .timeout = 180)
+{
+    struct srv sim, px;
+    struct watch *w;
+    uint64_t rv[4];
+    char path[256];
+
+    sim_up(&sim, ARGS("--objects", "0", "--churn", "0"));
+    proxy_up(&px, sim.url, ARGS("--resources", "configmaps"));
+    api_make_ns(sim.url, "fm");
+    rv[0] = api_cm_create(sim.url, "fm", "a", NULL, "1", NULL);
+    rv[1] = api_cm_create(sim.url, "fm", "b", NULL, "1", NULL);
+    rv[2] = api_cm_create(sim.url, "fm", "c", NULL, "1", NULL);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/fm/configmaps?watch=1&resourceVersion=%" PRIu64,
+             rv[0]);
+    w = api_watch(px.url, path, 200);
+    api_expect_ev(w, 0, "ADDED", "b", rv[1]);
+    api_expect_ev(w, 1, "ADDED", "c", rv[2]);
+    rv[3] = api_cm_patch(sim.url, "fm", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
+    api_expect_ev(w, 2, "MODIFIED", "a", rv[3]);
+    (void)wait_metric(&px, "kwp_frames_sent_total", "configmaps", 3, 15000);
+    cr_assert_eq(watch_line_count(w), 3u);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3 / vectors 23-24: once the proxy's history moved past the rv, HTTP 200 and one
  * ERROR event with the proxy's boundary, then the stream ends. */
 Test(proxy, watch_too_old_410_error_event, .timeout = 180)

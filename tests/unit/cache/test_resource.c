@@ -96,7 +96,6 @@ static ssize_t drain(struct resource *res, struct watcher *w, uint64_t *rvs, siz
             }
             total++;
         }
-        ring_event_release(ev, (size_t)n);
     }
     return n < 0 ? n : (ssize_t)total;
 }
@@ -180,8 +179,6 @@ Test(resource, apply_updates_store_history_and_rv)
     for (int i = 0; i < 5; i++) {
         cr_assert_eq(ev[i].rv, (uint64_t)(11 + i));
     }
-    ring_event_release(ev, 5);
-    cr_assert_null(ev[0].obj);
 
     resource_stats(res, &st);
     cr_assert_eq(st.rv, 15);
@@ -415,7 +412,6 @@ Test(resource, scoped_watcher_not_woken_and_cursor_advanced)
     cr_assert_eq(atomic_load(&k.calls), 1);
     cr_assert_eq(resource_watch_next(res, &w, ev, 4), 1);
     cr_assert_eq(ev[0].rv, 31);
-    ring_event_release(ev, 1);
     resource_stats(res, &st);
     cr_assert_eq(st.laggards, 0);
     resource_watch_detach(res, &w);
@@ -450,7 +446,6 @@ Test(resource, laggard_gets_epipe_and_is_counted_once)
     put(res, WATCH_ADDED, "ns", "o", 12);
     cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
     cr_assert_eq(resource_watch_next(res, &w, ev, 1), 1); /* reads 11, then stalls */
-    ring_event_release(ev, 1);
     for (uint64_t rv = 13; rv <= 20; rv++) {
         put(res, WATCH_ADDED, "ns", "o", rv);
     }
@@ -459,6 +454,78 @@ Test(resource, laggard_gets_epipe_and_is_counted_once)
     resource_stats(res, &st);
     cr_assert_eq(st.laggards, 1);
     cr_assert_eq(atomic_load(&k.calls), 0); /* it was running, nobody had to wake it */
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+/* A batch holds no reference per blob: the watcher borrows it from the history until its next
+ * call or its detach, and the blobs outlive their eviction meanwhile. */
+Test(resource, batch_is_lent_until_the_next_call_or_detach)
+{
+    struct resource *res = new_ready(4, 10);
+    struct watcher w, w2;
+    struct waker k, k2;
+    struct ring_event ev[4], ev2[4];
+    struct blob *a = mk("ns", "a", 11);
+
+    winit(&w, &k, res, NULL);
+    winit(&w2, &k2, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &w2, 10, NULL), 0);
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, a, 11, 0), 0);
+    put(res, WATCH_ADDED, "ns", "b", 12);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 4), 2);
+    cr_assert_eq(resource_watch_next(res, &w2, ev2, 4), 2);
+    cr_assert_eq(atomic_load(&a->ref), 3, "ours, the store's, the history's: none per reader");
+    for (uint64_t rv = 13; rv <= 20; rv++) {
+        put(res, WATCH_ADDED, "ns", "c", rv); /* 11 and 12 leave the history */
+    }
+    cr_assert_eq(atomic_load(&a->ref), 3, "the evicted slot keeps it while it is lent");
+    cr_assert_str_eq(ev[0].obj->data, "11");
+    cr_assert_str_eq(ev[1].obj->data, "12");
+    cr_assert_eq(ev[0].obj, a);
+    resource_watch_detach(res, &w2); /* one borrower gives it back ... */
+    cr_assert_eq(atomic_load(&a->ref), 3);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 4), -EPIPE); /* ... the other by its next call */
+    cr_assert_eq(atomic_load(&a->ref), 2, "ours and the store's");
+    resource_watch_detach(res, &w);
+    resource_free(res);
+    cr_assert_eq(atomic_load(&a->ref), 1);
+    blob_unref(a);
+}
+
+Test(resource, batch_stops_at_the_second_segment)
+{
+    struct resource *res = new_ready(1024, 1);
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[300];
+    ssize_t n;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 1, NULL), 0);
+    for (uint64_t rv = 2; rv < 2 + 300; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    n = resource_watch_next(res, &w, ev, 300);
+    cr_assert_eq(n, 2 * RING_SEG, "a batch spans at most WATCHER_HELD_MAX segments");
+    cr_assert_eq(ev[n - 1].rv, 1 + 2 * RING_SEG);
+    n = resource_watch_next(res, &w, ev, 300);
+    cr_assert_eq(n, 2 * RING_SEG);
+    cr_assert_eq(ev[0].rv, 2 + 2 * RING_SEG);
+    n = resource_watch_next(res, &w, ev, 300);
+    cr_assert_eq(n, 300 - 4 * RING_SEG);
+    cr_assert_eq(ev[n - 1].rv, 301);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 300), 0);
+    /* up to RING_SEG events are never cut short, wherever the batch starts */
+    for (uint64_t rv = 302; rv < 302 + 3 * RING_SEG; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    cr_assert_eq(resource_watch_next(res, &w, ev, 1), 1); /* from mid-segment */
+    while ((n = resource_watch_next(res, &w, ev, RING_SEG)) == RING_SEG) {
+    }
+    cr_assert_eq(n, 3 * RING_SEG - 1 - 2 * RING_SEG, "short only at the end");
+    cr_assert_eq(ev[n - 1].rv, 301 + 3 * RING_SEG);
     resource_watch_detach(res, &w);
     resource_free(res);
 }
@@ -613,6 +680,16 @@ Test(resource, tick_wakes_due_and_dead_watchers, .timeout = 120)
     /* The next tick wakes it again while still due; "later" joins at 2000. */
     cr_assert_eq(resource_tick(res, 2000, NULL, NULL), 2);
     cr_assert_eq(atomic_load(&kl.calls), 1);
+    /* "running" fell due while it ran: once it suspends, the next tick wakes it; the others
+     * were woken and have not suspended since */
+    cr_assert_eq(drain(res, &running, NULL, 0), 0);
+    cr_assert_eq(resource_tick(res, 2100, NULL, NULL), 1);
+    cr_assert_eq(atomic_load(&kr.calls), 1);
+    /* a new due time in the future: not woken before it */
+    cr_assert_eq(drain(res, &running, NULL, 0), 0);
+    resource_watch_set_due(res, &running, 5000);
+    cr_assert_eq(resource_tick(res, 4999, NULL, NULL), 0);
+    cr_assert_eq(resource_tick(res, 5000, NULL, NULL), 1);
     resource_watch_detach(res, &due);
     resource_watch_detach(res, &later);
     resource_watch_detach(res, &dead);
@@ -1142,7 +1219,6 @@ Test(resource, take_never_sets_suspended, .timeout = 120)
     put(res, WATCH_ADDED, "a", "x", 2);
     cr_assert_eq(atomic_load(&k.calls), 0, "nobody to wake: the reader is running");
     cr_assert_eq(resource_watch_take(res, &w, ev, 4), 1);
-    ring_event_release(ev, 1);
     cr_assert_eq(resource_watch_next(res, &w, ev, 4), 0);
     cr_assert(w.suspended);
     resource_watch_detach(res, &w);

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache/blob.h"
 #include "cache/ring.h"
@@ -351,7 +352,157 @@ Test(ring, opts_are_clamped)
     cr_assert_eq(ring_len(r), 1);
     cr_assert_eq(ring_at(r, 2)->rv, 3);
     cr_assert_eq(ring_cap(d), RING_MIN_CAP_DEFAULT);
+    push_n(d, 1, 1, RING_MIN_CAP_DEFAULT, 0); /* segments are allocated as events arrive */
     cr_assert_geq(ring_footprint(d), RING_MIN_CAP_DEFAULT * sizeof(struct ring_event));
     ring_free(r);
     ring_free(d);
+}
+
+/* ---- borrowing (a watcher's batch without a reference per blob) ----------------------------- */
+
+static struct blob *named(const char *name)
+{
+    return blob_new("{}", 2, &(struct blob_meta){.ns = "ns", .name = name});
+}
+
+Test(ring, borrowed_event_keeps_its_blobs_past_eviction)
+{
+    struct ring *r = fixed(4);
+    struct blob *a = named("a");
+    struct blob *p = named("p");
+    struct ring_seg *g;
+
+    cr_assert_eq(ring_push(r, WATCH_MODIFIED, a, p, 1, 0), 0);
+    g = ring_borrow(r, 0);
+    push_n(r, 2, 1, 6, 0); /* rv 1 evicted */
+    cr_assert_eq(ring_tail(r), 3);
+    cr_assert_null(ring_at(r, 0));
+    cr_assert_eq(ring_boundary(r), 3);
+    cr_assert_eq(atomic_load(&a->ref), 2, "the borrowed slot keeps obj");
+    cr_assert_eq(atomic_load(&p->ref), 2, "and prev");
+    cr_assert_eq(atomic_load(&obj->ref), 7, "rv 2 and 3 are evicted, in the borrowed segment");
+    ring_return(r, g);
+    cr_assert_eq(atomic_load(&a->ref), 1, "the last return drops the evicted slots' refs");
+    cr_assert_eq(atomic_load(&p->ref), 1);
+    cr_assert_eq(atomic_load(&obj->ref), 5, "the 4 kept events only");
+    ring_free(r);
+    cr_assert_eq(atomic_load(&obj->ref), 1);
+    blob_unref(a);
+    blob_unref(p);
+}
+
+Test(ring, unborrowed_eviction_drops_refs_at_once)
+{
+    struct ring *r = fixed(2);
+    struct blob *a = named("a");
+    struct ring_seg *g;
+
+    cr_assert_eq(ring_push(r, WATCH_ADDED, a, NULL, 1, 0), 0);
+    push_n(r, 2, 1, 1, 0);
+    g = ring_borrow(r, 1);
+    ring_return(r, g);
+    push_n(r, 3, 1, 1, 0); /* rv 1 evicted: its segment is not borrowed */
+    cr_assert_eq(atomic_load(&a->ref), 1);
+    ring_free(r);
+    blob_unref(a);
+}
+
+Test(ring, segment_left_behind_lives_until_its_last_borrower)
+{
+    struct ring *r = fixed(4);
+    struct blob *a = named("a");
+    struct ring_seg *g1, *g2;
+
+    cr_assert_eq(ring_push(r, WATCH_ADDED, a, NULL, 1, 0), 0);
+    g1 = ring_borrow(r, 0);
+    g2 = ring_borrow(r, 0);
+    push_n(r, 2, 1, 3 * RING_SEG, 0); /* the ring lets go of segment 0 entirely */
+    cr_assert_eq(ring_tail(r), 3 * RING_SEG + 1 - 4);
+    cr_assert_eq(atomic_load(&a->ref), 2);
+    ring_return(r, g1);
+    cr_assert_eq(atomic_load(&a->ref), 2, "one borrower left");
+    ring_return(r, g2);
+    cr_assert_eq(atomic_load(&a->ref), 1, "freed with the segment");
+    ring_free(r);
+    blob_unref(a);
+}
+
+Test(ring, reset_keeps_borrowed_events_until_returned)
+{
+    struct ring *r = fixed(8);
+    struct blob *a = named("a");
+    struct ring_seg *g;
+    uint64_t seq = 0;
+
+    push_n(r, 1, 1, 2, 0);
+    cr_assert_eq(ring_push(r, WATCH_MODIFIED, a, NULL, 3, 0), 0);
+    g = ring_borrow(r, 2);
+    ring_reset(r, 100);
+    cr_assert_eq(ring_len(r), 0);
+    cr_assert_eq(ring_boundary(r), 100);
+    cr_assert_eq(atomic_load(&a->ref), 2);
+    cr_assert_eq(ring_push(r, WATCH_ADDED, obj, NULL, 101, 0), 0); /* into the same segment */
+    cr_assert_eq(ring_seek(r, 100, &seq, NULL), 0);
+    cr_assert_eq(ring_at(r, seq)->rv, 101);
+    ring_return(r, g);
+    cr_assert_eq(atomic_load(&a->ref), 1);
+    cr_assert_eq(atomic_load(&obj->ref), 2, "only the event after the reset");
+    ring_free(r);
+    blob_unref(a);
+}
+
+Test(ring, slots_stay_put_across_resizes_and_segments)
+{
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 4, .max_cap = 1024, .fresh_ms = 0});
+    struct ring_seg *g;
+
+    push_n(r, 1, 1, 3, 0);
+    g = ring_borrow(r, 2);
+    push_n(r, 4, 1, 700, 0); /* grows 4 -> ... -> 1024 across many segments */
+    cr_assert_eq(ring_cap(r), 1024);
+    cr_assert_eq(ring_tail(r), 0);
+    for (uint64_t s = 0; s < ring_head(r); s++) {
+        cr_assert_eq(ring_at(r, s)->seq, s);
+        cr_assert_eq(ring_at(r, s)->rv, s + 1);
+    }
+    ring_return(r, g);
+    cr_assert_geq(ring_footprint(r), 703 * sizeof(struct ring_event));
+    ring_free(r);
+    cr_assert_eq(atomic_load(&obj->ref), 1);
+}
+
+/* ---- attachments (a block readers share per event, e.g. an encoded frame) ------------------ */
+
+Test(ring, attachment_is_shared_and_aged_out_behind_the_head)
+{
+    struct ring *r = ring_new(&(struct ring_opts){.min_cap = 1024, .max_cap = 1024});
+    struct ring_event e;
+    char *mine = strdup("frame"), *other = strdup("other");
+    struct ring_seg *g;
+
+    push_n(r, 1, 1, 1, 0);
+    e = *ring_at(r, 0); /* readers work on copies */
+    g = ring_borrow(r, 0);
+    cr_assert_null(ring_aux(&e));
+    cr_assert_eq(ring_aux_attach(&e, mine), mine, "the first one attaches");
+    cr_assert_eq(ring_aux_attach(&e, other), mine, "a later one gets the first");
+    cr_assert_eq(ring_aux(ring_at(r, 0)), mine, "every copy of the event sees it");
+    free(other);
+    push_n(r, 2, 1, RING_AUX_SPAN + 10, 0);
+    cr_assert_eq(ring_aux(&e), mine, "kept while its segment is borrowed");
+    ring_return(r, g);
+    cr_assert_null(ring_aux(&e), "freed by the last return once behind the head");
+    /* without a borrow it goes when the head moves RING_AUX_SPAN past it */
+    e = *ring_at(r, ring_head(r) - 1);
+    g = ring_borrow(r, e.seq);
+    cr_assert_not_null(ring_aux_attach(&e, strdup("x")));
+    ring_return(r, g);
+    push_n(r, 1000, 1, RING_AUX_SPAN - 1, 0);
+    cr_assert_not_null(ring_aux(&e));
+    push_n(r, 2000, 1, 1, 0);
+    cr_assert_null(ring_aux(&e));
+    /* one left attached is freed with the ring (ASan: no leak) */
+    e = *ring_at(r, ring_head(r) - 1);
+    cr_assert_not_null(ring_aux_attach(&e, strdup("y")));
+    ring_free(r);
 }

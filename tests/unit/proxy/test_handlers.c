@@ -9,8 +9,10 @@
  * negotiate.go).
  */
 #include "proxy/handlers.c"
+#include "tests/support/hreq_bare.h"
 
 #include <criterion/criterion.h>
+#include <malloc.h>
 #include <zlib.h>
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -429,4 +431,178 @@ Test(handlers, internal_type_names)
     ar.kind.builtin = false;
     internal_type(&ar, false, t, sizeof(t));
     cr_assert_str_eq(t, "*unstructured.Unstructured");
+}
+
+/* ---- watch frames shared by a resource's watchers --------------------------------------- */
+
+/* {"type":"<type>","object":<the object as a GET shows it>}\n, built without any watch code. */
+static char *expected_frame(const struct apires *ar, const char *type, const struct blob *b)
+{
+    size_t len;
+    char *obj = handlers_object_json(ar, b, &len);
+    struct sbuf sb = {0};
+
+    sbuf_printf(&sb, "{\"type\":\"%s\",\"object\":", type);
+    sbuf_put(&sb, obj, len - 1); /* without its newline */
+    sbuf_str(&sb, "}\n");
+    free(obj);
+    return sb.p;
+}
+
+/* Emits <ev> for <h> into a fresh buffer; returns the frame (NUL-terminated). */
+static char *emit_one(struct hreq *h, const struct ring_event *ev)
+{
+    static char buf[8192];
+    size_t n = 0;
+
+    cr_assert_eq(emit_event(h, buf, sizeof(buf) - 1, &n, ev), EMIT_OK);
+    cr_assert_null(h->over);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+/*
+ * Two plain watchers and one with a label selector on the same resource, through ADDED,
+ * MODIFIED (which brings the object into the selector: ADDED for that watcher) and DELETED:
+ * the first plain watcher attaches a shared frame, the second sends that same frame, and
+ * every frame equals, byte for byte, the one built from the object as a GET shows it, for a
+ * built-in (typemeta prepended) and a custom resource (stored with its own kind).
+ */
+static void shared_frames_equal_built_ones(struct apires *ar, const char *const objs[3])
+{
+    static const char *const types[] = {"ADDED", "MODIFIED", "DELETED"};
+    struct hreq *a = hreq_bare_new(ar), *b = hreq_bare_new(ar), *sel = hreq_bare_new(ar);
+    struct ring_event ev[3], evb[3], evs[3];
+    struct blob *blobs[3];
+    char err[128];
+
+    cr_assert_eq(resource_replace(ar->res, NULL, 0, 1, 0), 0);
+    sel->lsel = selector_parse_labels("app=x", err, sizeof(err));
+    cr_assert_not_null(sel->lsel, "%s", err);
+    cr_assert_eq(resource_watch_from(ar->res, &a->w, 1, NULL), 0);
+    cr_assert_eq(resource_watch_from(ar->res, &b->w, 1, NULL), 0);
+    cr_assert_eq(resource_watch_from(ar->res, &sel->w, 1, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        blobs[i] = kube_json_blob(objs[i], strlen(objs[i]), ar->kind.fields);
+        cr_assert_not_null(blobs[i]);
+        cr_assert_eq(resource_apply(ar->res, (enum watch_type)i, blobs[i], (uint64_t)i + 2, 0), 0);
+    }
+    cr_assert_eq(resource_watch_next(ar->res, &a->w, ev, 3), 3);
+    cr_assert_eq(resource_watch_next(ar->res, &b->w, evb, 3), 3);
+    cr_assert_eq(resource_watch_next(ar->res, &sel->w, evs, 3), 3);
+    for (int i = 0; i < 3; i++) {
+        char *want = expected_frame(ar, types[i], blobs[i]);
+        char *got_a, *got_b;
+        const void *shared;
+
+        cr_assert_null(ring_aux(&ev[i]), "nothing shared before a watcher sends it");
+        got_a = emit_one(a, &ev[i]);
+        shared = ring_aux(&ev[i]);
+        cr_assert_not_null(shared, "%s: the first plain watcher attaches its frame", types[i]);
+        got_b = emit_one(b, &evb[i]);
+        cr_assert_eq(ring_aux(&evb[i]), shared, "the second one reuses it");
+        cr_assert_str_eq(got_a, want);
+        cr_assert_str_eq(got_b, want);
+        free(got_a);
+        free(got_b);
+        free(want);
+    }
+    /* the selector's view: nothing for the ADDED (no label), ADDED for the MODIFIED that
+     * brings the label, DELETED: never the shared MODIFIED frame for its ADDED */
+    {
+        char buf[16];
+        size_t n = 0;
+        char *added, *deleted, *want_added = expected_frame(ar, "ADDED", blobs[1]);
+        char *want_deleted = expected_frame(ar, "DELETED", blobs[2]);
+
+        cr_assert_eq(emit_event(sel, buf, sizeof(buf), &n, &evs[0]), EMIT_OK);
+        cr_assert_eq(n, 0u);
+        added = emit_one(sel, &evs[1]);
+        deleted = emit_one(sel, &evs[2]);
+        cr_assert_str_eq(added, want_added);
+        cr_assert_str_eq(deleted, want_deleted);
+        free(added);
+        free(deleted);
+        free(want_added);
+        free(want_deleted);
+    }
+    for (int i = 0; i < 3; i++) {
+        blob_unref(blobs[i]);
+    }
+    resource_watch_detach(ar->res, &a->w);
+    resource_watch_detach(ar->res, &b->w);
+    resource_watch_detach(ar->res, &sel->w);
+    selector_free(sel->lsel);
+    free(a);
+    free(b);
+    free(sel);
+}
+
+Test(handlers, shared_watch_frames_equal_built_ones_builtin)
+{
+    const struct ring_opts ring = {.min_cap = 16, .max_cap = 16};
+    struct apires *ar = apires_new(apires_builtin("", "v1", "pods"), NULL, &ring);
+    const char *const objs[3] = {
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"2\"},"
+        "\"spec\":{\"nodeName\":\"n1\"}}",
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"3\","
+        "\"labels\":{\"app\":\"x\"}},\"spec\":{\"nodeName\":\"n1\"}}",
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"4\","
+        "\"labels\":{\"app\":\"x\"}},\"spec\":{\"nodeName\":\"n1\"},\"status\":{}}",
+    };
+
+    shared_frames_equal_built_ones(ar, objs);
+    apires_free(ar);
+}
+
+Test(handlers, shared_watch_frames_equal_built_ones_custom_resource)
+{
+    const struct ring_opts ring = {.min_cap = 16, .max_cap = 16};
+    struct apires_kind kind;
+    char *owned = NULL;
+    struct apires *ar;
+    const char *const objs[3] = {
+        "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\","
+        "\"namespace\":\"ns\",\"resourceVersion\":\"2\"},\"spec\":{}}",
+        "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\","
+        "\"namespace\":\"ns\",\"resourceVersion\":\"3\",\"labels\":{\"app\":\"x\"}},\"spec\":{}}",
+        "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\","
+        "\"namespace\":\"ns\",\"resourceVersion\":\"4\",\"labels\":{\"app\":\"x\"}}}",
+    };
+
+    cr_assert_eq(apires_parse_spec("example.com/v1/widgets", &kind, &owned), 0);
+    ar = apires_new(&kind, owned, &ring);
+    cr_assert_not(ar->kind.builtin);
+    shared_frames_equal_built_ones(ar, objs);
+    apires_free(ar);
+}
+
+/*
+ * A watch that goes idle gives its batch array back to malloc, and its thread keeps none:
+ * a spare kept per thread changed where glibc placed the next watches' allocations and
+ * raised the memory per idle watch by up to 4 KB (bench/README, "Memory per idle watch").
+ * mallinfo2 counts the calling thread's arena (the main one here): what a take and a give
+ * leave allocated must be nothing.
+ */
+Test(handlers, idle_watch_batch_arrays_go_back_to_malloc)
+{
+    size_t before, held;
+    struct ring_event *a, *b;
+
+    batch_give(batch_take()); /* anything malloc sets up on first use, outside the count */
+    before = mallinfo2().uordblks;
+    a = batch_take();
+    b = batch_take();
+    held = mallinfo2().uordblks;
+    cr_assert_neq(a, b);
+    if (held == before) {
+        batch_give(a);
+        batch_give(b);
+        cr_skip_test("this allocator's mallinfo2 counts nothing (a sanitizer's malloc)");
+    }
+    cr_assert_geq(held - before, 2 * HANDLERS_BATCH * sizeof(*a));
+    batch_give(a);
+    batch_give(b);
+    cr_assert_eq(mallinfo2().uordblks, before, "%zu bytes still allocated after both were given back",
+                 mallinfo2().uordblks - before);
 }

@@ -621,7 +621,6 @@ static void expect_history(struct resource *res, uint64_t from_rv, const struct 
         cr_expect_eq(ev[i].obj->len, strlen(want[i].data), "event %zu length", i);
         cr_expect_str_eq(ev[i].obj->data, want[i].data, "event %zu bytes", i);
     }
-    ring_event_release(ev, (size_t)got);
     resource_watch_detach(res, &w);
 }
 
@@ -822,9 +821,6 @@ Test(reflector, error_410_relists_and_ends_downstream_watches, .timeout = 30)
     /* The downstream watcher attached before the relist ends (after what it had pending). */
     for (int i = 0; i < 100 && got >= 0; i++) {
         got = resource_watch_next(h.pods->res, &w, ev, 8);
-        if (got > 0) {
-            ring_event_release(ev, (size_t)got);
-        }
     }
     cr_expect_eq(got, -EPIPE);
     resource_watch_detach(h.pods->res, &w);
