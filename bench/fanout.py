@@ -424,20 +424,28 @@ def write_report(a, res, argv):
         f.write("\n".join(L) + "\n")
     if shutil.which("gnuplot") and res["fanout"]:
         dat = os.path.join(a.out, "fanout.dat")
+        # one series per scenario and write rate (gnuplot index), in the order they ran
+        series = []
+        for r in res["fanout"]:
+            if (r["scenario"], r["rate"]) not in series:
+                series.append((r["scenario"], r["rate"]))
+        rates = {rate for _, rate in series}
         with open(dat, "w") as f:
-            for sc in a.scenarios.split(","):
-                f.write("# %s\n" % sc)
+            for sc, rate in series:
+                f.write("# %s %d writes/s\n" % (sc, rate))
                 for r in res["fanout"]:
-                    if r["scenario"] == sc:
+                    if r["scenario"] == sc and r["rate"] == rate:
                         f.write("%d %s %s %s\n" % (r["watchers"], r["events_per_s"] or 0, r["p50_ms"] or 0,
                                                     r["p99_ms"] or 0))
                 f.write("\n\n")
+        logy = "set logscale y; " if len(rates) > 1 else ""
         for col, name, ylabel in ((2, "throughput", "delivered events/s"), (4, "latency_p99", "p99 latency (ms)")):
-            plot = ", ".join("'%s' index %d using 1:%d with linespoints title '%s'" % (dat, i, col, sc)
-                             for i, sc in enumerate(a.scenarios.split(",")))
+            plot = ", ".join("'%s' index %d using 1:%d with linespoints title '%s%s'"
+                             % (dat, i, col, sc, " %d/s" % rate if len(rates) > 1 else "")
+                             for i, (sc, rate) in enumerate(series))
             subprocess.run(["gnuplot", "-e", "set terminal pngcairo size 800,500; set output '%s';"
-                            "set logscale x; set xlabel 'watchers'; set ylabel '%s'; set key top left; plot %s"
-                            % (os.path.join(a.out, name + ".png"), ylabel, plot)], check=False)
+                            "set logscale x; %sset xlabel 'watchers'; set ylabel '%s'; set key outside right; plot %s"
+                            % (os.path.join(a.out, name + ".png"), logy, ylabel, plot)], check=False)
 
 
 if __name__ == "__main__":
