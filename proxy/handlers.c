@@ -2597,8 +2597,13 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         opts->forward(opts->app, req);
         return;
     }
+    /* installer.go routes only /watch/.../NAME to ListResource; GET .../NAME is GetResource,
+     * which reads resourceVersion alone: ?watch= and the other list options do not apply. */
+    bool get_named = p->name[0] && !p->legacy_watch;
+    if (get_named) {
+        lo.watch = false;
+    }
     if (prc != 0) {
-        bool get_named = p->name[0] && !lo.watch;
         /* A GET by name only reads resourceVersion: other list options do not apply. */
         if (!get_named || st.code == 500) {
             reply_status(req, &neg, &st);

@@ -1960,6 +1960,63 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* sim + proxy caching pods, pod default/a created and seen by the proxy; returns its RV. */
+static uint64_t pod_a_up(struct srv *sim, struct srv *px)
+{
+    uint64_t rv;
+    bool ok;
+
+    sim_up(sim, ARGS("--objects", "0", "--namespaces", "1", "--churn", "0"));
+    proxy_up(px, sim->url, ARGS("--resources", "pods"));
+    rv = api_pod_create(sim->url, "default", "a", NULL);
+    WAIT_FOR(ok, get_code(px->url, "/api/v1/namespaces/default/pods/a?resourceVersion=0") == 200,
+             REQ_MS);
+    cr_assert(ok, "the proxy never saw pod a");
+    return rv;
+}
+
+/* Asserts a 200 single-object answer for pod <name>: the object, not a watch stream. */
+static void expect_pod_object(const struct http_resp *r, const char *name, const char *what)
+{
+    cJSON *j;
+
+    cr_assert_eq(r->code, 200, "%s: HTTP %ld: %s", what, r->code, r->body);
+    j = json_body(r);
+    cr_assert_str_eq(json_txt(j, "kind"), "Pod", "%s: not the object: %s", what, r->body);
+    cr_assert_str_eq(json_txt(j, "metadata.name"), name, "%s", what);
+    cJSON_Delete(j);
+}
+
+/* installer.go routes a GET of .../pods/NAME to GetResource, which reads resourceVersion only
+ * (?watch= does nothing there), and only /watch/.../pods/NAME to ListResource, which checks
+ * every option like a collection's (get.go) instead of answering as a GET. */
+Test(proxy, get_by_name_ignores_watch_and_named_watch_checks_options, .timeout = 180)
+{
+    static const char *const limit_abc =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"strconv.ParseInt: parsing \\\"abc\\\": invalid syntax\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    get(px.url, "/api/v1/namespaces/default/pods/a?watch=1&resourceVersion=0", &r);
+    expect_pod_object(&r, "a", "GET by name with watch=1 (cache)");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods/a?watch=true", &r);
+    expect_pod_object(&r, "a", "GET by name with watch=true (upstream)");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/watch/namespaces/default/pods/a?limit=abc", &r);
+    expect_exact(&r, 400, limit_abc);
+    http_resp_free(&r);
+
+    w = api_watch(px.url, "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0", 200);
+    api_expect_ev(w, 0, "ADDED", "a", rv);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
  * keeps serving. */
 Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
