@@ -2545,17 +2545,35 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
 struct fields_hook {
     const struct apires *ar;
     bool forward_unknown; /* the proxy: upstream gives the exact answer for labels we lack */
+    const char *name;     /* the name of a legacy /watch/.../NAME path, else NULL */
 };
 
-/* Step 4 of the apiserver's order (field label conversion), between validation and storage. */
+/* fields.Selector.RequiresExactMatch("metadata.name") == name: the first non-negated
+ * metadata.name term decides. */
+static bool fields_select_name(const struct selector *fields, const char *name)
+{
+    for (size_t i = 0; i < selector_count(fields); i++) {
+        if (!selector_negated(fields, i) && strcmp(selector_field(fields, i), "metadata.name") == 0) {
+            return strcmp(selector_value(fields, i), name) == 0;
+        }
+    }
+    return false;
+}
+
+/* Step 4 of the apiserver's order (field label conversion), between validation and storage,
+ * then ListResource's check of a named watch's field selector against its name. */
 static int check_fields_hook(void *ctx, const struct selector *fields, struct kstatus *st)
 {
     const struct fields_hook *fh = ctx;
 
-    if (handlers_check_fields(fh->ar, fields, st) == 0) {
-        return 0;
+    if (handlers_check_fields(fh->ar, fields, st) != 0) {
+        return fh->forward_unknown ? -EXDEV : -EINVAL;
     }
-    return fh->forward_unknown ? -EXDEV : -EINVAL;
+    if (fh->name && fields && !selector_is_empty(fields) && !fields_select_name(fields, fh->name)) {
+        kstatus_set(st, 400, "BadRequest", "fieldSelector metadata.name doesn't match requested name");
+        return -EINVAL;
+    }
+    return 0;
 }
 
 void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_path *p,
@@ -2568,7 +2586,8 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     size_t nq;
     char err[512];
 
-    struct fields_hook fh = {ar, !opts->authoritative && opts->forward};
+    struct fields_hook fh = {ar, !opts->authoritative && opts->forward,
+                             p->legacy_watch && p->name[0] ? p->name : NULL};
     struct neg neg;
     bool can_forward = !opts->authoritative && opts->forward;
     int prc;

@@ -2017,6 +2017,39 @@ Test(proxy, get_by_name_ignores_watch_and_named_watch_checks_options, .timeout =
     stop_both(&px, &sim);
 }
 
+/* get.go ListResource: a watch of /watch/.../pods/NAME takes no field selector but one whose
+ * metadata.name term equals NAME. */
+Test(proxy, named_watch_field_selector_must_pin_the_name, .timeout = 180)
+{
+    static const char *const name_mismatch =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"fieldSelector metadata.name doesn't match requested name\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    static const char *const bad[] = {
+        "/api/v1/watch/namespaces/default/pods/a?fieldSelector=metadata.name%3Db",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0&fieldSelector=status.phase%3DRunning",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0&fieldSelector=metadata.name!%3Da",
+        NULL,
+    };
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    for (size_t i = 0; bad[i]; i++) {
+        get(px.url, bad[i], &r);
+        expect_exact(&r, 400, name_mismatch);
+        http_resp_free(&r);
+    }
+    w = api_watch(px.url,
+                  "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+                  "&fieldSelector=metadata.name%3Da",
+                  200);
+    api_expect_ev(w, 0, "ADDED", "a", rv);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
  * keeps serving. */
 Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
