@@ -2448,7 +2448,9 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
 
     if (h->phase == PH_NEW) {
         int64_t t = lo->timeout_seconds;
-        if (t <= 0) {
+        if (t < 0) {
+            t = 0; /* get.go: context.WithTimeout(ctx, negative) has expired: the watch ends at once */
+        } else if (t == 0) {
             int64_t min = opt_or(o->min_request_timeout_s, HANDLERS_MIN_TIMEOUT_DEFAULT_S);
             t = min + (int64_t)((uint64_t)rand() % (uint64_t)min);
         }

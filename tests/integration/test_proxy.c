@@ -2050,6 +2050,25 @@ Test(proxy, named_watch_field_selector_must_pin_the_name, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* get.go: timeoutSeconds<0 gives context.WithTimeout an expired deadline: 200, then the
+ * stream ends at once (not the 30-60 min default that 0 picks). */
+Test(proxy, negative_timeout_seconds_ends_the_watch_at_once, .timeout = 180)
+{
+    struct srv sim, px;
+    struct watch *w;
+    char path[256];
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRIu64 "&timeoutSeconds=-5",
+             rv);
+    w = api_watch(px.url, path, 200);
+    expect_clean_end(w, REQ_MS, "timeoutSeconds=-5");
+    cr_assert_eq(watch_line_count(w), 0, "timeoutSeconds=-5: %zu events", watch_line_count(w));
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
  * keeps serving. */
 Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
