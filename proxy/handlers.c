@@ -1498,6 +1498,9 @@ static void reply_not_ready(struct hreq *h)
     int64_t since = 0;
 
     (void)resource_is_ready(h->ar->res, &since);
+    if (since <= 0) {
+        since = h->ar->created_ms; /* never ready yet: unready since the cache was made */
+    }
     kstatus_not_ready(&st, since > 0 ? (double)(clock_mono_ms() - since) / 1000.0 : 0.0);
     atomic_fetch_add(&h->ar->ctr.not_ready, 1);
     reply_status(h->req, &h->neg, &st);

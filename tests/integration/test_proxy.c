@@ -2143,6 +2143,35 @@ Test(proxy, refused_upstream_not_ready_429, .timeout = 180)
     srv_stop(&px, "kwp proxy");
 }
 
+/* ready.go starts a cache Pending at creation, and util.go's Retry-After grows with the time
+ * since that state change: int(min(30, max(1, e^(0.06 t)))) is 2 from t = 11.55 s on, also
+ * for a cache that was never ready. */
+Test(proxy, never_ready_retry_after_counts_from_creation, .timeout = 180)
+{
+    struct srv px;
+    struct http_resp r;
+    char ra[32];
+    cJSON *j;
+    long secs;
+    bool up;
+
+    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"),
+              NULL);
+    WAIT_FOR(up, get_code(px.url, "/healthz") == 200, READY_MS);
+    cr_assert(up, "the proxy answers");
+    nap(12500); /* the pods cache exists since before /healthz answered */
+    get(px.url, "/api/v1/namespaces/default/pods?watch=1", &r);
+    cr_assert_eq(r.code, 429, "HTTP %ld: %s", r.code, r.body);
+    cr_assert(http_resp_header(&r, "Retry-After", ra, sizeof(ra)), "a Retry-After header");
+    secs = strtol(ra, NULL, 10);
+    cr_assert(secs >= 2 && secs <= 30, "Retry-After %s after 12.5 s unready, expected >= 2", ra);
+    j = json_body(&r);
+    cr_assert_eq(json_at(j, "details.retryAfterSeconds")->valueint, (int)secs, "%s", r.body);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    srv_stop(&px, "kwp proxy");
+}
+
 /* Issue 3: an upstream that hangs from the start (frozen sim): not ready, cached requests
  * get the 429 at once, and SIGTERM still exits 0 with an upstream request in flight. */
 Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 180)
