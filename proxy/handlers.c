@@ -1814,6 +1814,9 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 
     if (lo->continue_tok && lo->continue_tok[0]) {
         int64_t trv = 0;
+        /* cacher.go computeListLimit: resourceVersion "0" (accepted with continue) drops the
+         * limit, so the snapshot gives the rest of the list in one page (SEMANTICS 1.6) */
+        int64_t limit = lo->has_rv && strcmp(lo->rv_str, "0") == 0 ? 0 : lo->limit;
         char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 4], err[256];
         if (kube_json_continue_decode(lo->continue_tok, &trv, start, sizeof(start), err,
                                       sizeof(err)) != 0) {
@@ -1833,7 +1836,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                 return;
             }
             s = resource_snapshot(res, &rv);
-            reply_list(h, s, rv, full, lo->limit, (int64_t)rv);
+            reply_list(h, s, rv, full, limit, (int64_t)rv);
             return;
         }
         rc = resource_snapshot_at(res, (uint64_t)trv, &s);
@@ -1853,7 +1856,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             reply_too_large(h, (uint64_t)trv);
             return;
         }
-        reply_list(h, s, (uint64_t)trv, full, lo->limit, trv);
+        reply_list(h, s, (uint64_t)trv, full, limit, trv);
         return;
     }
 

@@ -2050,6 +2050,47 @@ Test(proxy, named_watch_field_selector_must_pin_the_name, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* SEMANTICS 1.6: continue with resourceVersion=0 is accepted (a plain continue), and the
+ * cache's computeListLimit drops the limit for rv "0": the rest of the list in one page, no
+ * continue and no remainingItemCount. */
+Test(proxy, continue_with_rv0_ignores_limit, .timeout = 180)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    char path[1024];
+    cJSON *j, *k;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "b%d", i);
+        rv = api_pod_create(sim.url, "default", name, NULL);
+    }
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?resourceVersion=%" PRIu64
+             "&resourceVersionMatch=NotOlderThan&limit=2",
+             rv);
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "first page: HTTP %ld %s", r.code, r.body);
+    j = json_body(&r);
+    http_resp_free(&r);
+    cr_assert_str_neq(json_txt(j, "metadata.continue"), "(absent)", "a continue token");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods?continue=%s&resourceVersion=0&limit=1",
+             json_txt(j, "metadata.continue"));
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "continue with rv=0: HTTP %ld %s", r.code, r.body);
+    k = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(k, "items")), 3, "the rest in one page: %s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.continue"), "(absent)", "%s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.remainingItemCount"), "(absent)", "%s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.resourceVersion"), json_txt(j, "metadata.resourceVersion"),
+                     "the page is at the token's rv");
+    cJSON_Delete(k);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    stop_both(&px, &sim);
+}
+
 /* get.go: timeoutSeconds<0 gives context.WithTimeout an expired deadline: 200, then the
  * stream ends at once (not the 30-60 min default that 0 picks). */
 Test(proxy, negative_timeout_seconds_ends_the_watch_at_once, .timeout = 180)
