@@ -2455,7 +2455,7 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
     if (h->phase == PH_NEW) {
         int64_t t = lo->timeout_seconds;
         if (t < 0) {
-            t = 0; /* get.go: context.WithTimeout(ctx, negative) has expired: the watch ends at once */
+            t = 0; /* get.go: context.WithTimeout with a negative timeout: ends at once */
         } else if (t == 0) {
             int64_t min = opt_or(o->min_request_timeout_s, HANDLERS_MIN_TIMEOUT_DEFAULT_S);
             t = min + (int64_t)((uint64_t)rand() % (uint64_t)min);
@@ -2561,7 +2561,8 @@ struct fields_hook {
 static bool fields_select_name(const struct selector *fields, const char *name)
 {
     for (size_t i = 0; i < selector_count(fields); i++) {
-        if (!selector_negated(fields, i) && strcmp(selector_field(fields, i), "metadata.name") == 0) {
+        if (!selector_negated(fields, i) &&
+            strcmp(selector_field(fields, i), "metadata.name") == 0) {
             return strcmp(selector_value(fields, i), name) == 0;
         }
     }
@@ -2578,7 +2579,8 @@ static int check_fields_hook(void *ctx, const struct selector *fields, struct ks
         return fh->forward_unknown ? -EXDEV : -EINVAL;
     }
     if (fh->name && fields && !selector_is_empty(fields) && !fields_select_name(fields, fh->name)) {
-        kstatus_set(st, 400, "BadRequest", "fieldSelector metadata.name doesn't match requested name");
+        kstatus_set(st, 400, "BadRequest",
+                    "fieldSelector metadata.name doesn't match requested name");
         return -EINVAL;
     }
     return 0;
@@ -2598,6 +2600,9 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
                              p->legacy_watch && p->name[0] ? p->name : NULL};
     struct neg neg;
     bool can_forward = !opts->authoritative && opts->forward;
+    /* installer.go routes only /watch/.../NAME to ListResource; GET .../NAME is GetResource,
+     * which reads resourceVersion alone: ?watch= and the other list options do not apply. */
+    bool get_named = p->name[0] && !p->legacy_watch;
     int prc;
 
     /* get.go negotiates before it decodes any option. The proxy hands what it cannot encode
@@ -2624,9 +2629,6 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         opts->forward(opts->app, req);
         return;
     }
-    /* installer.go routes only /watch/.../NAME to ListResource; GET .../NAME is GetResource,
-     * which reads resourceVersion alone: ?watch= and the other list options do not apply. */
-    bool get_named = p->name[0] && !p->legacy_watch;
     if (get_named) {
         lo.watch = false;
     }

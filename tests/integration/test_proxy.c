@@ -2027,8 +2027,10 @@ Test(proxy, named_watch_field_selector_must_pin_the_name, .timeout = 180)
         "\"reason\":\"BadRequest\",\"code\":400}";
     static const char *const bad[] = {
         "/api/v1/watch/namespaces/default/pods/a?fieldSelector=metadata.name%3Db",
-        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0&fieldSelector=status.phase%3DRunning",
-        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0&fieldSelector=metadata.name!%3Da",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+        "&fieldSelector=status.phase%3DRunning",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+        "&fieldSelector=metadata.name!%3Da",
         NULL,
     };
     struct srv sim, px;
@@ -2075,7 +2077,8 @@ Test(proxy, continue_with_rv0_ignores_limit, .timeout = 180)
     j = json_body(&r);
     http_resp_free(&r);
     cr_assert_str_neq(json_txt(j, "metadata.continue"), "(absent)", "a continue token");
-    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods?continue=%s&resourceVersion=0&limit=1",
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?continue=%s&resourceVersion=0&limit=1",
              json_txt(j, "metadata.continue"));
     get(px.url, path, &r);
     cr_assert_eq(r.code, 200, "continue with rv=0: HTTP %ld %s", r.code, r.body);
@@ -2083,8 +2086,8 @@ Test(proxy, continue_with_rv0_ignores_limit, .timeout = 180)
     cr_assert_eq(cJSON_GetArraySize(json_at(k, "items")), 3, "the rest in one page: %s", r.body);
     cr_assert_str_eq(json_txt(k, "metadata.continue"), "(absent)", "%s", r.body);
     cr_assert_str_eq(json_txt(k, "metadata.remainingItemCount"), "(absent)", "%s", r.body);
-    cr_assert_str_eq(json_txt(k, "metadata.resourceVersion"), json_txt(j, "metadata.resourceVersion"),
-                     "the page is at the token's rv");
+    cr_assert_str_eq(json_txt(k, "metadata.resourceVersion"),
+                     json_txt(j, "metadata.resourceVersion"), "the page is at the token's rv");
     cJSON_Delete(k);
     cJSON_Delete(j);
     http_resp_free(&r);
@@ -2101,7 +2104,8 @@ Test(proxy, negative_timeout_seconds_ends_the_watch_at_once, .timeout = 180)
     uint64_t rv = pod_a_up(&sim, &px);
 
     snprintf(path, sizeof(path),
-             "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRIu64 "&timeoutSeconds=-5",
+             "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRIu64
+             "&timeoutSeconds=-5",
              rv);
     w = api_watch(px.url, path, 200);
     expect_clean_end(w, REQ_MS, "timeoutSeconds=-5");

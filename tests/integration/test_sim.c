@@ -565,7 +565,8 @@ Test(sim, route_errors_carry_empty_details, .timeout = SIM_TEST_TIMEOUT_S)
     expect_status(&r, 405,
                   "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                   "\"Failure\",\"message\":\"the server does not allow this method on the "
-                  "requested resource\",\"reason\":\"MethodNotAllowed\",\"details\":{},\"code\":405}");
+                  "requested resource\",\"reason\":\"MethodNotAllowed\",\"details\":{},"
+                  "\"code\":405}");
     http_resp_free(&r);
     sim_stop(&s);
 }
