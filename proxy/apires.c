@@ -16,6 +16,7 @@
 
 #include "cache/bug.h"
 #include "cache/resource.h"
+#include "proxy/log.h"
 
 #define POD_TEMPLATE "\"template\":{\"metadata\":{},\"spec\":{\"containers\":null}}"
 
@@ -209,6 +210,7 @@ struct apires *apires_new(const struct apires_kind *kind, char *owned,
         snprintf(name, sizeof(name), "%s", kind->plural);
     }
     ar->res = resource_new(name, ring);
+    ar->created_ms = clock_mono_ms();
     resource_set_user(ar->res, ar);
     /* SEMANTICS 3.6: pods are dispatched by spec.nodeName (kubelets watch their node's pods) */
     if (kind->group[0] == '\0' && strcmp(kind->plural, "pods") == 0) {

@@ -69,6 +69,8 @@ struct apires {
     struct apires_kind kind;   /* copied; strings owned by the table or by <owned> */
     char api_version[160];     /* "v1" or "group/version" */
     struct resource *res;      /* the cache */
+    int64_t created_ms;        /* clock_mono_ms() at creation: a never-ready cache's 429
+                                  Retry-After counts from here, as ready.go's newReady does */
     struct apires_counters ctr;
     char *owned;               /* heap strings of a runtime-described kind */
 };

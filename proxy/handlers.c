@@ -1496,6 +1496,9 @@ static void reply_not_ready(struct hreq *h)
     int64_t since = 0;
 
     (void)resource_is_ready(h->ar->res, &since);
+    if (since <= 0) {
+        since = h->ar->created_ms; /* never ready yet: unready since the cache was made */
+    }
     kstatus_not_ready(&st, since > 0 ? (double)(clock_mono_ms() - since) / 1000.0 : 0.0);
     atomic_fetch_add(&h->ar->ctr.not_ready, 1);
     reply_status(h->req, &h->neg, &st);
@@ -1809,6 +1812,9 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
 
     if (lo->continue_tok && lo->continue_tok[0]) {
         int64_t trv = 0;
+        /* cacher.go computeListLimit: resourceVersion "0" (accepted with continue) drops the
+         * limit, so the snapshot gives the rest of the list in one page (SEMANTICS 1.6) */
+        int64_t limit = lo->has_rv && strcmp(lo->rv_str, "0") == 0 ? 0 : lo->limit;
         char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 4], err[256];
         if (kube_json_continue_decode(lo->continue_tok, &trv, start, sizeof(start), err,
                                       sizeof(err)) != 0) {
@@ -1828,7 +1834,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
                 return;
             }
             s = resource_snapshot(res, &rv);
-            reply_list(h, s, rv, full, lo->limit, (int64_t)rv);
+            reply_list(h, s, rv, full, limit, (int64_t)rv);
             return;
         }
         rc = resource_snapshot_at(res, (uint64_t)trv, &s);
@@ -1848,7 +1854,7 @@ static void serve_list(struct hreq *h, const struct k8s_list_opts *lo)
             reply_too_large(h, (uint64_t)trv);
             return;
         }
-        reply_list(h, s, (uint64_t)trv, full, lo->limit, trv);
+        reply_list(h, s, (uint64_t)trv, full, limit, trv);
         return;
     }
 
@@ -2564,7 +2570,9 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
 
     if (h->phase == PH_NEW) {
         int64_t t = lo->timeout_seconds;
-        if (t <= 0) {
+        if (t < 0) {
+            t = 0; /* get.go: context.WithTimeout with a negative timeout: ends at once */
+        } else if (t == 0) {
             int64_t min = opt_or(o->min_request_timeout_s, HANDLERS_MIN_TIMEOUT_DEFAULT_S);
             t = min + (int64_t)((uint64_t)rand() % (uint64_t)min);
         }
@@ -2661,17 +2669,37 @@ static void serve_watch(struct hreq *h, const struct k8s_list_opts *lo)
 struct fields_hook {
     const struct apires *ar;
     bool forward_unknown; /* the proxy: upstream gives the exact answer for labels we lack */
+    const char *name;     /* the name of a legacy /watch/.../NAME path, else NULL */
 };
 
-/* Step 4 of the apiserver's order (field label conversion), between validation and storage. */
+/* fields.Selector.RequiresExactMatch("metadata.name") == name: the first non-negated
+ * metadata.name term decides. */
+static bool fields_select_name(const struct selector *fields, const char *name)
+{
+    for (size_t i = 0; i < selector_count(fields); i++) {
+        if (!selector_negated(fields, i) &&
+            strcmp(selector_field(fields, i), "metadata.name") == 0) {
+            return strcmp(selector_value(fields, i), name) == 0;
+        }
+    }
+    return false;
+}
+
+/* Step 4 of the apiserver's order (field label conversion), between validation and storage,
+ * then ListResource's check of a named watch's field selector against its name. */
 static int check_fields_hook(void *ctx, const struct selector *fields, struct kstatus *st)
 {
     const struct fields_hook *fh = ctx;
 
-    if (handlers_check_fields(fh->ar, fields, st) == 0) {
-        return 0;
+    if (handlers_check_fields(fh->ar, fields, st) != 0) {
+        return fh->forward_unknown ? -EXDEV : -EINVAL;
     }
-    return fh->forward_unknown ? -EXDEV : -EINVAL;
+    if (fh->name && fields && !selector_is_empty(fields) && !fields_select_name(fields, fh->name)) {
+        kstatus_set(st, 400, "BadRequest",
+                    "fieldSelector metadata.name doesn't match requested name");
+        return -EINVAL;
+    }
+    return 0;
 }
 
 void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_path *p,
@@ -2684,9 +2712,13 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     size_t nq;
     char err[512];
 
-    struct fields_hook fh = {ar, !opts->authoritative && opts->forward};
+    struct fields_hook fh = {ar, !opts->authoritative && opts->forward,
+                             p->legacy_watch && p->name[0] ? p->name : NULL};
     struct neg neg;
     bool can_forward = !opts->authoritative && opts->forward;
+    /* installer.go routes only /watch/.../NAME to ListResource; GET .../NAME is GetResource,
+     * which reads resourceVersion alone: ?watch= and the other list options do not apply. */
+    bool get_named = p->name[0] && !p->legacy_watch;
     int prc;
 
     /* get.go negotiates before it decodes any option. The proxy hands what it cannot encode
@@ -2713,8 +2745,10 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
         opts->forward(opts->app, req);
         return;
     }
+    if (get_named) {
+        lo.watch = false;
+    }
     if (prc != 0) {
-        bool get_named = p->name[0] && !lo.watch;
         /* A GET by name only reads resourceVersion: other list options do not apply. */
         if (!get_named || st.code == 500) {
             reply_status(req, &neg, &st);

@@ -128,9 +128,21 @@ static void reply_status(struct http_req *req, int code, const char *reason, con
     http_reply_status(req, &st);
 }
 
+/* go-restful's route errors (no such path: 404, no such method: 405) go through
+ * apierrors.NewGenericServerResponse, whose StatusDetails is non-nil and empty:
+ * "details":{} (an empty kind is set only to make kube_json_status write it). */
+static void reply_route_error(struct http_req *req, int code, const char *reason,
+                              const char *msg)
+{
+    struct kstatus st;
+    kstatus_set(&st, code, reason, "%s", msg);
+    st.kind = "";
+    http_reply_status(req, &st);
+}
+
 static void reply_not_found_path(struct http_req *req)
 {
-    reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+    reply_route_error(req, 404, "NotFound", "the server could not find the requested resource");
 }
 
 /* "pods" or "deployments.apps" as kube-apiserver names a resource in messages. */
@@ -1064,9 +1076,8 @@ static void sim_handle(void *app, struct http_req *req)
     } else if (strcmp(method, "DELETE") == 0 && p.name[0]) {
         sim_delete(s, req, ar, &p);
     } else {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "the server does not allow this method on the requested resource");
-        reply_status(req, 405, "MethodNotAllowed", msg);
+        reply_route_error(req, 405, "MethodNotAllowed",
+                          "the server does not allow this method on the requested resource");
     }
 }
 

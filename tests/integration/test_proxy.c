@@ -1988,6 +1988,160 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* sim + proxy caching pods, pod default/a created and seen by the proxy; returns its RV. */
+static uint64_t pod_a_up(struct srv *sim, struct srv *px)
+{
+    uint64_t rv;
+    bool ok;
+
+    sim_up(sim, ARGS("--objects", "0", "--namespaces", "1", "--churn", "0"));
+    proxy_up(px, sim->url, ARGS("--resources", "pods"));
+    rv = api_pod_create(sim->url, "default", "a", NULL);
+    WAIT_FOR(ok, get_code(px->url, "/api/v1/namespaces/default/pods/a?resourceVersion=0") == 200,
+             REQ_MS);
+    cr_assert(ok, "the proxy never saw pod a");
+    return rv;
+}
+
+/* Asserts a 200 single-object answer for pod <name>: the object, not a watch stream. */
+static void expect_pod_object(const struct http_resp *r, const char *name, const char *what)
+{
+    cJSON *j;
+
+    cr_assert_eq(r->code, 200, "%s: HTTP %ld: %s", what, r->code, r->body);
+    j = json_body(r);
+    cr_assert_str_eq(json_txt(j, "kind"), "Pod", "%s: not the object: %s", what, r->body);
+    cr_assert_str_eq(json_txt(j, "metadata.name"), name, "%s", what);
+    cJSON_Delete(j);
+}
+
+/* installer.go routes a GET of .../pods/NAME to GetResource, which reads resourceVersion only
+ * (?watch= does nothing there), and only /watch/.../pods/NAME to ListResource, which checks
+ * every option like a collection's (get.go) instead of answering as a GET. */
+Test(proxy, get_by_name_ignores_watch_and_named_watch_checks_options, .timeout = 180)
+{
+    static const char *const limit_abc =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"strconv.ParseInt: parsing \\\"abc\\\": invalid syntax\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    get(px.url, "/api/v1/namespaces/default/pods/a?watch=1&resourceVersion=0", &r);
+    expect_pod_object(&r, "a", "GET by name with watch=1 (cache)");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/namespaces/default/pods/a?watch=true", &r);
+    expect_pod_object(&r, "a", "GET by name with watch=true (upstream)");
+    http_resp_free(&r);
+    get(px.url, "/api/v1/watch/namespaces/default/pods/a?limit=abc", &r);
+    expect_exact(&r, 400, limit_abc);
+    http_resp_free(&r);
+
+    w = api_watch(px.url, "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0", 200);
+    api_expect_ev(w, 0, "ADDED", "a", rv);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
+/* get.go ListResource: a watch of /watch/.../pods/NAME takes no field selector but one whose
+ * metadata.name term equals NAME. */
+Test(proxy, named_watch_field_selector_must_pin_the_name, .timeout = 180)
+{
+    static const char *const name_mismatch =
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"fieldSelector metadata.name doesn't match requested name\","
+        "\"reason\":\"BadRequest\",\"code\":400}";
+    static const char *const bad[] = {
+        "/api/v1/watch/namespaces/default/pods/a?fieldSelector=metadata.name%3Db",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+        "&fieldSelector=status.phase%3DRunning",
+        "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+        "&fieldSelector=metadata.name!%3Da",
+        NULL,
+    };
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    for (size_t i = 0; bad[i]; i++) {
+        get(px.url, bad[i], &r);
+        expect_exact(&r, 400, name_mismatch);
+        http_resp_free(&r);
+    }
+    w = api_watch(px.url,
+                  "/api/v1/watch/namespaces/default/pods/a?resourceVersion=0"
+                  "&fieldSelector=metadata.name%3Da",
+                  200);
+    api_expect_ev(w, 0, "ADDED", "a", rv);
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
+/* SEMANTICS 1.6: continue with resourceVersion=0 is accepted (a plain continue), and the
+ * cache's computeListLimit drops the limit for rv "0": the rest of the list in one page, no
+ * continue and no remainingItemCount. */
+Test(proxy, continue_with_rv0_ignores_limit, .timeout = 180)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    char path[1024];
+    cJSON *j, *k;
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "b%d", i);
+        rv = api_pod_create(sim.url, "default", name, NULL);
+    }
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?resourceVersion=%" PRIu64
+             "&resourceVersionMatch=NotOlderThan&limit=2",
+             rv);
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "first page: HTTP %ld %s", r.code, r.body);
+    j = json_body(&r);
+    http_resp_free(&r);
+    cr_assert_str_neq(json_txt(j, "metadata.continue"), "(absent)", "a continue token");
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?continue=%s&resourceVersion=0&limit=1",
+             json_txt(j, "metadata.continue"));
+    get(px.url, path, &r);
+    cr_assert_eq(r.code, 200, "continue with rv=0: HTTP %ld %s", r.code, r.body);
+    k = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(json_at(k, "items")), 3, "the rest in one page: %s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.continue"), "(absent)", "%s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.remainingItemCount"), "(absent)", "%s", r.body);
+    cr_assert_str_eq(json_txt(k, "metadata.resourceVersion"),
+                     json_txt(j, "metadata.resourceVersion"), "the page is at the token's rv");
+    cJSON_Delete(k);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    stop_both(&px, &sim);
+}
+
+/* get.go: timeoutSeconds<0 gives context.WithTimeout an expired deadline: 200, then the
+ * stream ends at once (not the 30-60 min default that 0 picks). */
+Test(proxy, negative_timeout_seconds_ends_the_watch_at_once, .timeout = 180)
+{
+    struct srv sim, px;
+    struct watch *w;
+    char path[256];
+    uint64_t rv = pod_a_up(&sim, &px);
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRIu64
+             "&timeoutSeconds=-5",
+             rv);
+    w = api_watch(px.url, path, 200);
+    expect_clean_end(w, REQ_MS, "timeoutSeconds=-5");
+    cr_assert_eq(watch_line_count(w), 0, "timeoutSeconds=-5: %zu events", watch_line_count(w));
+    watch_close(w);
+    stop_both(&px, &sim);
+}
+
 /* Issue 3 "Bad input": an oversized body is 413, an over-long URL 414/431/400; the proxy
  * keeps serving. */
 Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
@@ -2058,6 +2212,35 @@ Test(proxy, refused_upstream_not_ready_429, .timeout = 180)
     http_resp_free(&r);
     get(px.url, "/api/v1/pods?labelSelector=a%3Db&limit=5&resourceVersion=0", &r);
     expect_exact(&r, 429, NOT_READY_BODY);
+    http_resp_free(&r);
+    srv_stop(&px, "kwp proxy");
+}
+
+/* ready.go starts a cache Pending at creation, and util.go's Retry-After grows with the time
+ * since that state change: int(min(30, max(1, e^(0.06 t)))) is 2 from t = 11.55 s on, also
+ * for a cache that was never ready. */
+Test(proxy, never_ready_retry_after_counts_from_creation, .timeout = 180)
+{
+    struct srv px;
+    struct http_resp r;
+    char ra[32];
+    cJSON *j;
+    long secs;
+    bool up;
+
+    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"),
+              NULL);
+    WAIT_FOR(up, get_code(px.url, "/healthz") == 200, READY_MS);
+    cr_assert(up, "the proxy answers");
+    nap(12500); /* the pods cache exists since before /healthz answered */
+    get(px.url, "/api/v1/namespaces/default/pods?watch=1", &r);
+    cr_assert_eq(r.code, 429, "HTTP %ld: %s", r.code, r.body);
+    cr_assert(http_resp_header(&r, "Retry-After", ra, sizeof(ra)), "a Retry-After header");
+    secs = strtol(ra, NULL, 10);
+    cr_assert(secs >= 2 && secs <= 30, "Retry-After %s after 12.5 s unready, expected >= 2", ra);
+    j = json_body(&r);
+    cr_assert_eq(json_at(j, "details.retryAfterSeconds")->valueint, (int)secs, "%s", r.body);
+    cJSON_Delete(j);
     http_resp_free(&r);
     srv_stop(&px, "kwp proxy");
 }

@@ -547,6 +547,30 @@ Test(sim, not_found_in_a_named_group, .timeout = SIM_TEST_TIMEOUT_S)
     sim_stop(&s);
 }
 
+/* go-restful route errors are apierrors.NewGenericServerResponse: details is {} (captured
+ * from kube-apiserver: "...requested resource","reason":"NotFound","details":{},"code":404). */
+Test(sim, route_errors_carry_empty_details, .timeout = SIM_TEST_TIMEOUT_S)
+{
+    struct srv s;
+    struct http_resp r;
+
+    sim_start(&s, NULL);
+    get(&s, "/api/v1/namespaces/default/foos", &r);
+    expect_status(&r, 404,
+                  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                  "\"Failure\",\"message\":\"the server could not find the requested resource\","
+                  "\"reason\":\"NotFound\",\"details\":{},\"code\":404}");
+    http_resp_free(&r);
+    req(&s, "PUT", "/api/v1/namespaces/default/configmaps", "application/json", "{}", &r);
+    expect_status(&r, 405,
+                  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                  "\"Failure\",\"message\":\"the server does not allow this method on the "
+                  "requested resource\",\"reason\":\"MethodNotAllowed\",\"details\":{},"
+                  "\"code\":405}");
+    http_resp_free(&r);
+    sim_stop(&s);
+}
+
 Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const extra[] = { "--resource", "example.com/v1/widgets:namespaced",
