@@ -198,42 +198,19 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
     log_ratelimited(&rl, 1000, LOG_LEVEL_DEBUG, "http", "msg=\"%s\"", msg);
 }
 
-/* Sizes the query (pairs kept, string bytes) on a first pass, copies it on a second. */
-struct arg_pass {
-    struct http_req *req; /* NULL on the sizing pass */
-    size_t n;
-    size_t bytes;
-    bool overflow;
-    char *next; /* where the next string goes (copy pass) */
-};
-
-static const char *arg_copy(struct arg_pass *a, const char *s)
+/* Collects the pairs k8s_query_parse keeps into the request (at most HTTP_MAX_QUERY). */
+static bool collect_arg(void *ctx, const char *key, const char *value)
 {
-    size_t len = strlen(s) + 1;
-    char *dst = a->next;
+    struct http_req *req = ctx;
 
-    memcpy(dst, s, len);
-    a->next += len;
-    return dst;
-}
-
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
-{
-    struct arg_pass *a = cls;
-
-    if (a->n >= HTTP_MAX_QUERY) {
-        a->overflow = true;
-        return MHD_NO;
+    if (req->n_query >= HTTP_MAX_QUERY) {
+        req->query_overflow = true;
+        return false;
     }
-    if (a->req) {
-        a->req->query[a->n].key = arg_copy(a, key);
-        a->req->query[a->n].value = value ? arg_copy(a, value) : NULL;
-    } else {
-        a->bytes += strlen(key) + 1 + (value ? strlen(value) + 1 : 0);
-    }
-    a->n++;
-    return MHD_YES;
+    req->query[req->n_query].key = key;
+    req->query[req->n_query].value = value;
+    req->n_query++;
+    return true;
 }
 
 /* True when header <name> carries the comma-separated token <token> (case-insensitive). */
@@ -284,28 +261,79 @@ static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method
     return bytes;
 }
 
-/* The request's struct with its method, path and query copied in (one allocation). */
-static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *conn,
-                                const char *url, const char *method, const char *version)
+/*
+ * MHD_OPTION_URI_LOG_CALLBACK: libmicrohttpd calls it with the raw request target before
+ * it decodes the query its own way (it keeps bad %-escapes and ';' as text), and what it
+ * returns becomes the request's *req_cls: a placeholder request holding only the raw query,
+ * which on_access replaces (req_new) and on_completed frees even when the request never
+ * reached on_access. kwp decodes the query as kube-apiserver does (k8s_query_parse).
+ */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    struct arg_pass a = {0};
-    size_t mlen = strlen(method) + 1, ulen = strlen(url) + 1;
-    struct http_req *req;
+    const char *q = strchr(uri, '?');
+    size_t len = q ? strlen(q + 1) : 0;
+    struct http_req *pre = xcalloc(1, sizeof(*pre) + len + 1);
 
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
-    req = xcalloc(1, sizeof(*req) + a.n * sizeof(struct k8s_query_kv) + a.bytes + mlen + ulen);
+    (void)cls;
+    pre->conn = conn;
+    if (q) {
+        memcpy(pre->strs, q + 1, len + 1);
+    }
+    return pre;
+}
+
+/* A placeholder from on_uri: no method yet. */
+static bool req_is_placeholder(const struct http_req *req)
+{
+    return req->method == NULL;
+}
+
+static const char *str_copy(char **next, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *dst = *next;
+
+    memcpy(dst, s, len);
+    *next += len;
+    return dst;
+}
+
+/*
+ * The request's struct with its method, path and decoded query in one allocation: the
+ * pairs (at most one per '&' plus one, and at most HTTP_MAX_QUERY), the raw query decoded
+ * in place, then the method and path. <pre> is on_uri's placeholder (freed here).
+ */
+static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *conn,
+                                const char *url, const char *method, const char *version,
+                                struct http_req *pre)
+{
+    const char *raw = pre ? pre->strs : "";
+    size_t rlen = strlen(raw) + 1, mlen = strlen(method) + 1, ulen = strlen(url) + 1;
+    size_t slots = 1;
+    struct http_req *req;
+    char *next;
+
+    for (const char *p = strchr(raw, '&'); p != NULL && slots <= HTTP_MAX_QUERY;
+         p = strchr(p + 1, '&')) {
+        slots++;
+    }
+    if (slots > HTTP_MAX_QUERY) {
+        slots = HTTP_MAX_QUERY;
+    }
+    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen);
     req->srv = srv;
     req->conn = conn;
     req->query = (struct k8s_query_kv *)(void *)req->strs;
-    req->query_overflow = a.overflow;
-    a = (struct arg_pass){.req = req, .next = req->strs + a.n * sizeof(struct k8s_query_kv)};
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
-    req->n_query = a.n;
-    req->method = arg_copy(&a, method);
-    req->path = arg_copy(&a, url);
+    next = req->strs + slots * sizeof(struct k8s_query_kv);
+    memcpy(next, raw, rlen);
+    (void)k8s_query_parse(next, collect_arg, req);
+    next += rlen;
+    req->method = str_copy(&next, method);
+    req->path = str_copy(&next, url);
     req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
                    !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
     req->start_ms = clock_mono_ms();
+    free(pre);
     return req;
 }
 
@@ -343,8 +371,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct http_server *srv = cls;
     struct http_req *req = *req_cls;
 
-    if (!req) {
-        req = req_new(srv, conn, url, method, version);
+    if (!req || req_is_placeholder(req)) {
+        req = req_new(srv, conn, url, method, version, req);
         req->pool_need = request_pool_bytes(conn, method, url);
         *req_cls = req;
         atomic_fetch_add(&srv->active, 1);
@@ -426,6 +454,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         return;
     }
     *req_cls = NULL;
+    if (req_is_placeholder(req)) {
+        free(req); /* the request never reached on_access */
+        return;
+    }
     req_free(req);
     atomic_fetch_sub(&srv->active, 1);
 }
@@ -803,6 +835,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
         OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, NULL);
         OPT(MHD_OPTION_CONNECTION_TIMEOUT, 0, NULL);
         OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv);
+        OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, srv);
         if (threads > 1) {
             OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
         }

@@ -881,3 +881,70 @@ size_t k8s_query_escape(const char *s, char *out, size_t cap)
     }
     return sb.len;
 }
+
+/* The value of hex digit <c>, or -1. */
+static int hex_val(char c)
+{
+    char lower = (char)(c | 0x20);
+
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    return lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
+}
+
+/* Go's url.QueryUnescape on s[0..len), in place (the result is never longer); NUL-terminates.
+ * False on a '%' not followed by two hex digits. */
+static bool query_unescape(char *s, size_t len)
+{
+    size_t r = 0, w = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%' && (i + 2 >= len || hex_val(s[i + 1]) < 0 || hex_val(s[i + 2]) < 0)) {
+            return false;
+        }
+    }
+    while (r < len) {
+        char c = s[r];
+        if (c == '%') {
+            int v = hex_val(s[r + 1]) * 16 + hex_val(s[r + 2]);
+            if (v == 0) {
+                memmove(s + w, s + r, 3); /* "%00" kept as is: see k8s_query_parse */
+                w += 3;
+            } else {
+                s[w++] = (char)v;
+            }
+            r += 3;
+        } else {
+            s[w++] = c == '+' ? ' ' : c;
+            r++;
+        }
+    }
+    s[w] = '\0';
+    return true;
+}
+
+size_t k8s_query_parse(char *raw, k8s_query_pair_fn *fn, void *ctx)
+{
+    size_t kept = 0;
+    char *p = raw;
+
+    while (*p != '\0') {
+        size_t plen = strcspn(p, "&");
+        char *next = p[plen] == '&' ? p + plen + 1 : p + plen;
+        char *eq = memchr(p, '=', plen);
+        size_t klen = eq ? (size_t)(eq - p) : plen;
+        char *val = eq ? eq + 1 : p + plen;
+        size_t vlen = eq ? plen - klen - 1 : 0;
+
+        if (plen > 0 && memchr(p, ';', plen) == NULL && query_unescape(p, klen) &&
+            (!eq || query_unescape(val, vlen))) {
+            kept++;
+            if (!fn(ctx, p, eq ? val : p + strlen(p))) {
+                break;
+            }
+        }
+        p = next;
+    }
+    return kept;
+}

@@ -135,4 +135,18 @@ int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_w
  * encoding needs; writes at most cap-1 bytes plus a NUL (snprintf semantics). */
 size_t k8s_query_escape(const char *s, char *out, size_t cap);
 
+/* Called by k8s_query_parse for each pair kept; returning false stops the parse. */
+typedef bool k8s_query_pair_fn(void *ctx, const char *key, const char *value);
+
+/*
+ * Splits and decodes a raw query string (the bytes after '?') in place, as Go's
+ * url.ParseQuery does, which is how kube-apiserver reads a request's query
+ * (req.URL.Query(), errors ignored): pairs are split on '&'; an empty pair, a pair that
+ * holds ';', and a pair whose key or value has a bad %-escape are dropped; '+' is a space;
+ * a key without '=' has the value "". One difference: %00 stays the three characters
+ * "%00", since a C string ends at NUL (Go keeps the NUL byte; either way no valid value
+ * holds one). Calls <fn> for each pair kept, in order. Returns the number of pairs passed.
+ */
+size_t k8s_query_parse(char *raw, k8s_query_pair_fn *fn, void *ctx);
+
 #endif

@@ -1,9 +1,11 @@
 /*
  * fuzz_k8s_path.c - proxy/k8s_path.c: request paths, ListOptions and query escaping.
  *
- * An input is a request target, "PATH[?QUERY]", decoded the way libmicrohttpd hands it to
- * kwp: %XX escapes in both parts, '+' as a space in the query, pairs split on '&' and at the
- * first '=' (no '=': a NULL value), at most 64 pairs (HTTP_MAX_QUERY). Then:
+ * An input is a request target, "PATH[?QUERY]", decoded the way kwp does: the path as
+ * libmicrohttpd hands it (%XX escapes), the query by k8s_query_parse (Go's url.ParseQuery, as
+ * http_server.c's req_new does), at most 64 pairs (HTTP_MAX_QUERY). Then:
+ *  - k8s_query_parse: every key and value lies inside the query's buffer; escaping a pair with
+ *    k8s_query_escape and parsing it again gives back exactly that pair.
  *  - k8s_path_parse: the result is 0, -ENOENT or -EINVAL; on error the struct is zeroed; on 0
  *    every field is a NUL-terminated segment (no '/', not "." or ".."), resource and version
  *    are set, a legacy watch has no subresource, and the path rebuilt from the fields (with or
@@ -379,13 +381,56 @@ static void check_escape(const char *v)
     free(out);
 }
 
+struct pairs {
+    struct k8s_query_kv q[MAX_QUERY];
+    size_t n;
+    const char *lo, *hi; /* the query's buffer */
+};
+
+static bool one_pair(void *ctx, const char *key, const char *value)
+{
+    const char **want = ctx;
+
+    CHECK(want[0] != NULL && strcmp(key, want[0]) == 0 && strcmp(value, want[1]) == 0);
+    want[0] = NULL; /* a second pair would fail the check above */
+    return true;
+}
+
+/* esc(key)=esc(value) parses back to exactly (key, value). */
+static void check_pair_round_trip(const char *key, const char *value)
+{
+    size_t kn = k8s_query_escape(key, NULL, 0), vn = k8s_query_escape(value, NULL, 0);
+    char *raw = malloc(kn + vn + 2);
+    const char *want[2] = {key, value};
+
+    k8s_query_escape(key, raw, kn + 1);
+    raw[kn] = '=';
+    k8s_query_escape(value, raw + kn + 1, vn + 1);
+    CHECK(k8s_query_parse(raw, one_pair, (void *)want) == 1 && want[0] == NULL);
+    free(raw);
+}
+
+static bool collect_pair(void *ctx, const char *key, const char *value)
+{
+    struct pairs *c = ctx;
+
+    CHECK(key >= c->lo && key < c->hi && value >= c->lo && value < c->hi);
+    check_pair_round_trip(key, value);
+    if (c->n == MAX_QUERY) {
+        return false;
+    }
+    c->q[c->n].key = key;
+    c->q[c->n].value = value;
+    c->n++;
+    return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct k8s_query_kv q[MAX_QUERY];
+    static struct pairs c; /* 64 pairs: off the stack */
     struct k8s_path p;
     char *s = malloc(size + 1);
-    char *query, *save = NULL;
-    size_t n = 0;
+    char *query;
 
     memcpy(s, data, size);
     s[size] = '\0';
@@ -396,24 +441,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pct_decode(s, false);
     check_path(s);
 
-    for (char *pair = query != NULL ? strtok_r(query, "&", &save) : NULL;
-         pair != NULL && n < MAX_QUERY; pair = strtok_r(NULL, "&", &save)) {
-        char *eq = strchr(pair, '=');
-
-        if (eq != NULL) {
-            *eq++ = '\0';
-            pct_decode(eq, true);
-        }
-        pct_decode(pair, true);
-        q[n].key = pair;
-        q[n].value = eq;
-        n++;
+    c.n = 0;
+    if (query != NULL) {
+        c.lo = query;
+        c.hi = query + strlen(query) + 1;
+        (void)k8s_query_parse(query, collect_pair, &c);
     }
     (void)k8s_path_parse(s, &p); /* zeroed when not a resource path: core, no watch prefix */
-    check_list_opts(q, n, &p, false);
-    check_list_opts(q, n, &p, true);
-    for (size_t i = 0; i < n; i++) {
-        check_escape(q[i].value != NULL ? q[i].value : "");
+    check_list_opts(c.q, c.n, &p, false);
+    check_list_opts(c.q, c.n, &p, true);
+    for (size_t i = 0; i < c.n; i++) {
+        check_escape(c.q[i].value);
     }
     free(s);
     return 0;

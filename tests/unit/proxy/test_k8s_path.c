@@ -1,6 +1,6 @@
 /*
- * test_k8s_path.c - k8s_path_parse, k8s_list_opts_parse(_ex), k8s_parse_bool and
- * k8s_query_escape, black-box through proxy/k8s_path.h.
+ * test_k8s_path.c - k8s_path_parse, k8s_list_opts_parse(_ex), k8s_parse_bool,
+ * k8s_query_escape and k8s_query_parse, black-box through proxy/k8s_path.h.
  *
  * Expected texts are kube-apiserver's: SEMANTICS.md section 10 vectors 13-21 and 32-34, the
  * apimachinery sources named next to each table (validation.go, runtime/conversion.go,
@@ -1356,4 +1356,76 @@ Test(k8s_path, query_escape_truncates_like_snprintf)
     memset(out, 'q', sizeof(out));
     cr_expect_eq(k8s_query_escape("abc", out, 1), 3);
     cr_expect_eq(out[0], '\0');
+}
+
+/* ---- k8s_query_parse (url.ParseQuery, as kube-apiserver reads a query) ----------------- */
+
+struct pairs_seen {
+    char out[512];
+    size_t calls;
+    size_t stop_after; /* 0: never stop */
+};
+
+static bool collect_pair(void *ctx, const char *key, const char *value)
+{
+    struct pairs_seen *s = ctx;
+    size_t len = strlen(s->out);
+
+    snprintf(s->out + len, sizeof(s->out) - len, "%s[%s]=[%s]", len ? "|" : "", key, value);
+    s->calls++;
+    return s->stop_after == 0 || s->calls < s->stop_after;
+}
+
+Test(k8s_path, query_parse_decodes_and_drops_as_go_does)
+{
+    /* Go 1.17+ net/url parseQuery: a pair with ';' or a bad escape is skipped (the error is
+     * recorded and the apiserver ignores it); empty pairs are skipped; '+' is a space. */
+    static const struct {
+        const char *raw;
+        const char *pairs;
+        size_t kept;
+    } cases[] = {
+        {"", "", 0},
+        {"&", "", 0},
+        {"a=1&b=2", "[a]=[1]|[b]=[2]", 2},
+        {"a=1&&b=2&", "[a]=[1]|[b]=[2]", 2},
+        {"labelSelector=%zz&limit=5", "[limit]=[5]", 1},
+        {"resourceVersion=%", "", 0},
+        {"resourceVersion=%4&watch=1", "[watch]=[1]", 1},
+        {"k%zz=1&j=2", "[j]=[2]", 1},
+        {"a=1;b=2&c=3", "[c]=[3]", 1},
+        {"a;=1", "", 0},
+        {"x=a+b%2Bc", "[x]=[a b+c]", 1},
+        {"watch", "[watch]=[]", 1},
+        {"watch&limit=2", "[watch]=[]|[limit]=[2]", 2},
+        {"=v", "[]=[v]", 1},
+        {"a=b=c", "[a]=[b=c]", 1},
+        {"%61=%41%42", "[a]=[AB]", 1},
+        {"v=%00x", "[v]=[%00x]", 1},
+        {"labelSelector=app%3Dx%2Ctier+in+%28a%2Cb%29",
+         "[labelSelector]=[app=x,tier in (a,b)]", 1},
+        {"fieldSelector=metadata.name%3D%C3%A9", "[fieldSelector]=[metadata.name=\xc3\xa9]", 1},
+        {"a=%2", "", 0},
+        {"a=%%41", "", 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char raw[256];
+        struct pairs_seen s = {.out = ""};
+        size_t kept;
+
+        snprintf(raw, sizeof(raw), "%s", cases[i].raw);
+        kept = k8s_query_parse(raw, collect_pair, &s);
+        cr_expect_str_eq(s.out, cases[i].pairs, "query \"%s\"", cases[i].raw);
+        cr_expect_eq(kept, cases[i].kept, "query \"%s\": kept %zu", cases[i].raw, kept);
+    }
+}
+
+Test(k8s_path, query_parse_stops_when_told)
+{
+    char raw[] = "a=1&b=2&c=3";
+    struct pairs_seen s = {.out = "", .stop_after = 2};
+
+    cr_expect_eq(k8s_query_parse(raw, collect_pair, &s), 2);
+    cr_expect_str_eq(s.out, "[a]=[1]|[b]=[2]");
 }
