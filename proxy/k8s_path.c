@@ -940,7 +940,7 @@ size_t k8s_query_parse(char *raw, k8s_query_pair_fn *fn, void *ctx)
         if (plen > 0 && memchr(p, ';', plen) == NULL && query_unescape(p, klen) &&
             (!eq || query_unescape(val, vlen))) {
             kept++;
-            if (!fn(ctx, p, eq ? val : p + strlen(p))) {
+            if (!fn(ctx, p, eq ? val : NULL)) {
                 break;
             }
         }

@@ -142,8 +142,9 @@ typedef bool k8s_query_pair_fn(void *ctx, const char *key, const char *value);
  * Splits and decodes a raw query string (the bytes after '?') in place, as Go's
  * url.ParseQuery does, which is how kube-apiserver reads a request's query
  * (req.URL.Query(), errors ignored): pairs are split on '&'; an empty pair, a pair that
- * holds ';', and a pair whose key or value has a bad %-escape are dropped; '+' is a space;
- * a key without '=' has the value "". One difference: %00 stays the three characters
+ * holds ';', and a pair whose key or value has a bad %-escape are dropped; '+' is a space.
+ * A key without '=' gets a NULL value (Go: ""), so that a forwarded query keeps its bytes
+ * (k8s_query_kv readers take NULL as ""). One more difference: %00 stays the three characters
  * "%00", since a C string ends at NUL (Go keeps the NUL byte; either way no valid value
  * holds one). Calls <fn> for each pair kept, in order. Returns the number of pairs passed.
  */

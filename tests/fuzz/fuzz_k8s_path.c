@@ -391,21 +391,25 @@ static bool one_pair(void *ctx, const char *key, const char *value)
 {
     const char **want = ctx;
 
-    CHECK(want[0] != NULL && strcmp(key, want[0]) == 0 && strcmp(value, want[1]) == 0);
+    CHECK(want[0] != NULL && strcmp(key, want[0]) == 0);
+    CHECK(want[1] == NULL ? value == NULL : value != NULL && strcmp(value, want[1]) == 0);
     want[0] = NULL; /* a second pair would fail the check above */
     return true;
 }
 
-/* esc(key)=esc(value) parses back to exactly (key, value). */
+/* esc(key)=esc(value), or esc(key) for a NULL value, parses back to exactly (key, value). */
 static void check_pair_round_trip(const char *key, const char *value)
 {
-    size_t kn = k8s_query_escape(key, NULL, 0), vn = k8s_query_escape(value, NULL, 0);
+    size_t kn = k8s_query_escape(key, NULL, 0);
+    size_t vn = value ? k8s_query_escape(value, NULL, 0) : 0;
     char *raw = malloc(kn + vn + 2);
     const char *want[2] = {key, value};
 
     k8s_query_escape(key, raw, kn + 1);
-    raw[kn] = '=';
-    k8s_query_escape(value, raw + kn + 1, vn + 1);
+    if (value != NULL) {
+        raw[kn] = '=';
+        k8s_query_escape(value, raw + kn + 1, vn + 1);
+    }
     CHECK(k8s_query_parse(raw, one_pair, (void *)want) == 1 && want[0] == NULL);
     free(raw);
 }
@@ -414,7 +418,7 @@ static bool collect_pair(void *ctx, const char *key, const char *value)
 {
     struct pairs *c = ctx;
 
-    CHECK(key >= c->lo && key < c->hi && value >= c->lo && value < c->hi);
+    CHECK(key >= c->lo && key < c->hi && (value == NULL || (value >= c->lo && value < c->hi)));
     check_pair_round_trip(key, value);
     if (c->n == MAX_QUERY) {
         return false;
@@ -451,7 +455,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_list_opts(c.q, c.n, &p, false);
     check_list_opts(c.q, c.n, &p, true);
     for (size_t i = 0; i < c.n; i++) {
-        check_escape(c.q[i].value);
+        check_escape(c.q[i].value != NULL ? c.q[i].value : "");
     }
     free(s);
     return 0;

@@ -1371,7 +1371,8 @@ static bool collect_pair(void *ctx, const char *key, const char *value)
     struct pairs_seen *s = ctx;
     size_t len = strlen(s->out);
 
-    snprintf(s->out + len, sizeof(s->out) - len, "%s[%s]=[%s]", len ? "|" : "", key, value);
+    snprintf(s->out + len, sizeof(s->out) - len, "%s[%s]=%s%s%s", len ? "|" : "", key,
+             value ? "[" : "NULL", value ? value : "", value ? "]" : "");
     s->calls++;
     return s->stop_after == 0 || s->calls < s->stop_after;
 }
@@ -1379,7 +1380,8 @@ static bool collect_pair(void *ctx, const char *key, const char *value)
 Test(k8s_path, query_parse_decodes_and_drops_as_go_does)
 {
     /* Go 1.17+ net/url parseQuery: a pair with ';' or a bad escape is skipped (the error is
-     * recorded and the apiserver ignores it); empty pairs are skipped; '+' is a space. */
+     * recorded and the apiserver ignores it); empty pairs are skipped; '+' is a space; no '='
+     * gives NULL (Go: ""). */
     static const struct {
         const char *raw;
         const char *pairs;
@@ -1396,8 +1398,9 @@ Test(k8s_path, query_parse_decodes_and_drops_as_go_does)
         {"a=1;b=2&c=3", "[c]=[3]", 1},
         {"a;=1", "", 0},
         {"x=a+b%2Bc", "[x]=[a b+c]", 1},
-        {"watch", "[watch]=[]", 1},
-        {"watch&limit=2", "[watch]=[]|[limit]=[2]", 2},
+        {"watch", "[watch]=NULL", 1},
+        {"watch=", "[watch]=[]", 1},
+        {"watch&limit=2", "[watch]=NULL|[limit]=[2]", 2},
         {"=v", "[]=[v]", 1},
         {"a=b=c", "[a]=[b=c]", 1},
         {"%61=%41%42", "[a]=[AB]", 1},
