@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# sends.sh - system calls and CPU per delivered watch event, for kwp proxy or kwp_bench_floor.
+#
+#   bash bench/sends.sh kwp|sim|floor RATE WATCHERS [extra server flags...]
+#
+# Starts the server on loopback (kwp: `kwp sim --stamp --churn RATE` of 100 ~1 KiB pods with
+# `kwp proxy` in front; sim: that simulator alone, watched directly; floor: `kwp_bench_floor
+# --threads 2 --rate RATE --event-bytes 1400`),
+# then `kwp load --watchers WATCHERS --start-rv 1 --duration 16s --warmup-after-open`, and 7 s
+# in (steady state) counts the server's sendto/writev/epoll_wait/futex calls and task-clock
+# for 5 s with `perf stat`. Prints each count per delivered event (the load's events/s x 5 s)
+# and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
+# build/bench/kwp_bench_floor next to it. Every process it starts is stopped by PID.
+set -u
+MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
+K=${KWP_BIN:-build/kwp}
+D=$(mktemp -d)
+SIM= PX=
+trap 'kill ${PX:-} ${SIM:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
+url_of() { # url_of FILE: the "listening on" URL a server printed, waiting up to 5 s
+    for _ in $(seq 50); do grep -qs listening "$1" && break; sleep 0.1; done
+    grep -so 'http://[0-9.:]*' "$1" | head -1
+}
+if [ "$MODE" = kwp ] || [ "$MODE" = sim ]; then
+    "$K" sim --listen 127.0.0.1:0 --stamp --churn "$RATE" --objects 100 --object-bytes 1024 \
+        --history-events 1000000 --compaction-interval 0 >"$D/sim.out" 2>"$D/sim.log" &
+    SIM=$!
+fi
+if [ "$MODE" = sim ]; then
+    PX=$SIM SIM=
+    url_of "$D/sim.out" >/dev/null
+    cp "$D/sim.out" "$D/p.out"
+elif [ "$MODE" = kwp ]; then
+    "$K" proxy --upstream "$(url_of "$D/sim.out")" --listen 127.0.0.1:0 --resources pods "$@" \
+        >"$D/p.out" 2>"$D/p.log" &
+    PX=$!
+else
+    "$(dirname "$K")/bench/kwp_bench_floor" --threads 2 --rate "$RATE" --event-bytes 1400 \
+        --duration 60s "$@" >"$D/p.out" 2>"$D/p.log" &
+    PX=$!
+fi
+PU=$(url_of "$D/p.out")
+sleep 1
+"$K" load --target "$PU" --resource pods --watchers "$N" --start-rv 1 --duration 16s --ramp 5000 \
+    --warmup 1s --warmup-after-open --quiet --json "$D/load.json" --pid "$PX" ${SIM:+--pid $SIM} \
+    >"$D/load.out" 2>&1 &
+LD=$!
+sleep 7
+perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_writev' \
+    -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' -- sleep 5 >/dev/null 2>&1
+wait $LD
+python3 - "$D/load.json" "$D/stat" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = d["watch"]
+ev = w["events_per_s"]
+lat = w["latency_ms"]
+print("delivered %.0f ev/s, p50 %.1f ms, p99 %.1f ms, %d/%d watches open"
+      % (ev, lat.get("p50") or 0, lat.get("p99") or 0, w["watchers_opened"], d["params"]["watchers"]))
+for p in d["processes"]:
+    print("  %-10s pid %-7s %.2f CPU s, RSS max %.1f MB" % (p["name"], p["pid"], p["cpu_s"] or 0,
+                                                           (p.get("rss_max_kb") or 0) / 1024))
+for line in open(sys.argv[2]):
+    f = line.strip().split(",")
+    if len(f) < 3 or not f[0].replace(".", "", 1).isdigit():
+        continue
+    v, name = float(f[0]), f[2]
+    if name == "task-clock":
+        print("  server task-clock %.0f ms = %.2f us per event" % (v, v * 1000 / (ev * 5)))
+    else:
+        print("  %-30s %9.0f = %.3f per event" % (name, v, v / (ev * 5)))
+PY
