@@ -10,7 +10,9 @@
 # in (steady state) counts the server's sendto/writev/epoll_wait/futex calls and task-clock
 # for 5 s with `perf stat`. Prints each count per delivered event (the load's events/s x 5 s)
 # and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
-# build/bench/kwp_bench_floor next to it. Every process it starts is stopped by PID.
+# build/bench/kwp_bench_floor next to it. KWP_PERF_EVENTS adds perf events (comma-separated,
+# e.g. uprobes made with `perf probe -x libmicrohttpd.so.12 MHD_resume_connection`). Every
+# process it starts is stopped by PID.
 set -u
 MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
 K=${KWP_BIN:-build/kwp}
@@ -47,7 +49,7 @@ sleep 1
 LD=$!
 sleep 7
 perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_writev' \
-    -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' -- sleep 5 >/dev/null 2>&1
+    -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' ${KWP_PERF_EVENTS:+-e $KWP_PERF_EVENTS} -- sleep 5 >/dev/null 2>&1
 wait $LD
 python3 - "$D/load.json" "$D/stat" <<'PY'
 import json, sys
