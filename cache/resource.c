@@ -1196,6 +1196,31 @@ bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *r
     return idle;
 }
 
+bool resource_watch_oldest_ms(struct resource *res, struct watcher *w, int64_t *t_ms)
+{
+    bool waits = false;
+
+    lock(res);
+    if (w->attached && w->kind == WATCHER_STREAM && !w->closed) {
+        uint64_t head = ring_head(res->ring);
+        uint64_t c = w->cursor;
+
+        if (c < ring_tail(res->ring)) {
+            *t_ms = INT64_MIN;
+            waits = true;
+        }
+        for (; !waits && c < head; c++) {
+            const struct ring_event *e = ring_at(res->ring, c);
+            if (e->rv > w->from_rv) {
+                *t_ms = e->t_ms;
+                waits = true;
+            }
+        }
+    }
+    unlock(res);
+    return waits;
+}
+
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms)
 {
     lock(res);

@@ -231,6 +231,13 @@ ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv);
 
 /*
+ * For a watch still sending its initial events, while the live ones wait: when the oldest
+ * event <w> has not taken yet was appended (the ring's t_ms). Returns false when none waits;
+ * *t_ms is INT64_MIN when it has already left the history.
+ */
+bool resource_watch_oldest_ms(struct resource *res, struct watcher *w, int64_t *t_ms);
+
+/*
  * Like resource_watch_next, but never sets w->suspended: returns 0 when nothing is pending.
  * A reader that already has bytes to hand to the server (so it will not suspend now) must
  * use this: a suspended flag on a connection that is not suspended would let a writer resume

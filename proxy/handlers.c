@@ -2345,10 +2345,13 @@ static void schedule_bookmark(struct hreq *h, int64_t now)
  * on time instead: a watch whose next event has waited longer than --watch-max-lag, counted
  * from the event's arrival or the start of the live phase, is ended cleanly (no ERROR event)
  * and the client re-watches from its last resourceVersion. Its memory never grew meanwhile.
+ * A watch still sending its initial events is checked once per call on the oldest live event
+ * waiting behind them (counted from its arrival); after them the backlog counts from the end
+ * of the initial events.
  */
-static bool watch_lagging(struct hreq *h, const struct ring_event *ev, int64_t now)
+static bool watch_lagging(struct hreq *h, int64_t t_ms, int64_t now)
 {
-    int64_t since = ev->t_ms > h->live_ms ? ev->t_ms : h->live_ms;
+    int64_t since = t_ms > h->live_ms ? t_ms : h->live_ms;
 
     if (h->opts->watch_max_lag_ms <= 0 || now - since <= h->opts->watch_max_lag_ms) {
         return false;
@@ -2405,7 +2408,17 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
         if (h->initial) {
             /* one O(log n) seek per call, then in key order within the namespace */
             struct store_iter it;
-            const struct blob *b = scope_start(h, h->initial, h->init_after, &it);
+            const struct blob *b;
+            int64_t oldest;
+
+            /* the live events wait meanwhile: one that waited too long ends the watch here,
+             * as kube-apiserver ends a watcher whose input fills during its initial events */
+            if (h->opts->watch_max_lag_ms > 0 &&
+                resource_watch_oldest_ms(h->ar->res, &h->w, &oldest) &&
+                watch_lagging(h, oldest, now)) {
+                return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+            }
+            b = scope_start(h, h->initial, h->init_after, &it);
             for (; b != NULL && in_scope_key(h, b); b = snapshot_next(&it)) {
                 if (scope_match(h, b) &&
                     emit_object(h, buf, max, &n, "ADDED", b, NULL) == EMIT_FULL) {
@@ -2433,7 +2446,7 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             }
         }
         while (h->pend_i < h->pend_n) {
-            if (watch_lagging(h, &h->pend[h->pend_i], now)) {
+            if (watch_lagging(h, h->pend[h->pend_i].t_ms, now)) {
                 return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
             }
             if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {

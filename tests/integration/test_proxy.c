@@ -1779,6 +1779,50 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
     stop_both(&px, &sim);
 }
 
+/* Reads what <fd> still holds up to the response's end (kept alive: idle ends the read),
+ * closes it, asserts the terminating chunk and a whole last event, and de-chunks into <body>. */
+static void read_clean_end(int fd, struct bytes *raw, struct bytes *body)
+{
+    size_t got = 0;
+
+    cr_assert_eq(drain(fd, raw, 3000, 60000, &got), DRAIN_IDLE);
+    close(fd);
+    cr_assert(raw->len > 5 && memcmp(raw->d + raw->len - 5, "0\r\n\r\n", 5) == 0,
+              "the stream did not end with the terminating chunk: ...%.40s",
+              raw->d + (raw->len > 40 ? raw->len - 40 : 0));
+    dechunk(raw, body);
+    cr_assert(body->len > 0 && body->d[body->len - 1] == '\n', "the last event is whole");
+}
+
+/*
+ * Reads <fd> slowly into <raw> (at most <chunk> bytes, then a <pause_ms> nap: a byte always
+ * moves, so the stall timeout never applies) until the proxy's
+ * kwp_terminated_watchers_total{pods} is above 0 or <limit_ms> passed. Returns the counter.
+ */
+static uint64_t read_slowly_until_ended(struct srv *px, int fd, struct bytes *raw, size_t chunk,
+                                        int pause_ms, uint64_t limit_ms)
+{
+    uint64_t t0 = http_now_ms(), polled = t0, v = 0;
+    char buf[4096];
+
+    cr_assert_leq(chunk, sizeof(buf));
+    while (http_now_ms() - t0 < limit_ms) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        ssize_t k = poll(&pf, 1, 20) > 0 ? recv(fd, buf, chunk, 0) : 0;
+
+        cr_assert_geq(k, 0, "slow reader: %s", strerror(errno));
+        bytes_add(raw, buf, (size_t)k);
+        nap(pause_ms);
+        if (http_now_ms() - polled >= 500) {
+            polled = http_now_ms();
+            if (metric_try(px, "kwp_terminated_watchers_total", "pods", &v) && v > 0) {
+                break;
+            }
+        }
+    }
+    return v;
+}
+
 /*
  * Issue 5 "no watcher starved, max lag bounded" / SEMANTICS 2.11: a client that keeps reading,
  * but slower than its events arrive, is not caught by the stall timeout; --watch-max-lag ends
@@ -1793,10 +1837,9 @@ Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
     struct srv sim, px;
     struct watch *fast, *again;
     struct bytes raw = {0}, body = {0};
-    uint64_t t0, polled, v = 0, last = 0;
-    size_t got = 0, n, i;
+    uint64_t t0, v = 0, last = 0;
+    size_t n, i;
     char path[160];
-    char buf[2048];
     bool ok;
     int fd;
 
@@ -1816,34 +1859,15 @@ Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
     fd = raw_get(px.url, 4096, path);
 
     /* read ~100 KB/s: a byte always moves, so only the lag rule can end this watch */
-    t0 = polled = http_now_ms();
-    while (http_now_ms() - t0 < 90000) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        ssize_t k = poll(&pf, 1, 20) > 0 ? recv(fd, buf, sizeof(buf), 0) : 0;
-
-        cr_assert_geq(k, 0, "slow reader: %s", strerror(errno));
-        bytes_add(&raw, buf, (size_t)k);
-        nap(20);
-        if (http_now_ms() - polled >= 500) {
-            polled = http_now_ms();
-            if (metric_try(&px, "kwp_terminated_watchers_total", "pods", &v) && v > 0) {
-                break;
-            }
-        }
-    }
+    t0 = http_now_ms();
+    v = read_slowly_until_ended(&px, fd, &raw, 2048, 20, 90000);
     cr_assert_eq(v, 1u, "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
                  "slow reading (%zu bytes)", v, http_now_ms() - t0, raw.len);
     cr_log_info("lagging reader ended after %" PRIu64 " ms, %zu bytes read slowly",
                 http_now_ms() - t0, raw.len);
 
     /* what the socket still holds, then the response's end: kept alive, so idle ends it */
-    cr_assert_eq(drain(fd, &raw, 3000, 60000, &got), DRAIN_IDLE);
-    close(fd);
-    cr_assert(raw.len > 5 && memcmp(raw.d + raw.len - 5, "0\r\n\r\n", 5) == 0,
-              "the stream did not end with the terminating chunk: ...%.40s",
-              raw.d + (raw.len > 40 ? raw.len - 40 : 0));
-    dechunk(&raw, &body);
-    cr_assert(body.len > 0 && body.d[body.len - 1] == '\n', "the last event is whole");
+    read_clean_end(fd, &raw, &body);
     n = body_events(&body, ev, MAXEV);
     cr_assert_gt(n, 20u, "%zu events before the end", n);
     for (i = 0; i < n; i++) {
@@ -1873,6 +1897,51 @@ Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
     cr_assert(proc_log_has(px.p, "Forcing pods watcher close due to unresponsiveness"),
               "no log line for the ended watch");
     watch_close(fast);
+    free(raw.d);
+    free(body.d);
+    stop_both(&px, &sim);
+}
+
+/*
+ * SEMANTICS 2.11 during initial events: kube-apiserver ends a watcher whose input fills while
+ * it is still sending its initial events. A reader that takes an rv=0 watch's ADDED events
+ * slower than they could go, while writes continue, is ended by --watch-max-lag once the
+ * oldest live event waiting behind them is that old: cleanly, no ERROR event.
+ */
+Test(proxy, slow_initial_events_reader_ended_by_max_lag, .timeout = 180)
+{
+    struct srv sim, px;
+    struct bytes raw = {0}, body = {0};
+    uint64_t t0, v = 0;
+    size_t added = 0;
+    int fd;
+
+    /* ~1.3 MB of initial events (300 pods of ~4.5 KB) and 100 writes/s behind them */
+    sim_up(&sim, ARGS("--objects", "300", "--namespaces", "1", "--churn", "100",
+                      "--object-bytes", "4096", "--bookmark-interval", "10m"));
+    proxy_up(&px, sim.url,
+             ARGS("--resources", "pods", "--watch-max-lag", "2s", "--history-min", "100000",
+                  "--history-max", "100000", "--history-window", "0"));
+    fd = raw_get(px.url, 4096, "/api/v1/pods?watch=1&resourceVersion=0");
+
+    /* ~20 KB/s: the initial events alone would take a minute */
+    t0 = http_now_ms();
+    v = read_slowly_until_ended(&px, fd, &raw, 1024, 50, 60000);
+    cr_assert_eq(v, 1u, "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
+                 "slow reading of initial events (%zu bytes)", v, http_now_ms() - t0, raw.len);
+    cr_log_info("slow initial-events reader ended after %" PRIu64 " ms, %zu bytes read",
+                http_now_ms() - t0, raw.len);
+    cr_assert(proc_log_has(px.p, "due to unresponsiveness"), "the ending is logged");
+
+    read_clean_end(fd, &raw, &body);
+    cr_assert(memmem(body.d, body.len, "\"type\":\"ERROR\"", 14) == NULL, "no ERROR event");
+    /* ended while still sending its initial events, not after them */
+    for (const char *p = body.d; (p = memmem(p, body.len - (size_t)(p - body.d),
+                                             "{\"type\":\"ADDED\"", 15)) != NULL; p++) {
+        added++;
+    }
+    cr_assert(added > 0 && added < 300, "%zu of the 300 initial ADDED events before the end",
+              added);
     free(raw.d);
     free(body.d);
     stop_both(&px, &sim);

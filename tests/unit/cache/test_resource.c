@@ -1205,6 +1205,42 @@ Test(resource, idle_rv_only_when_nothing_pending, .timeout = 120)
     resource_free(res);
 }
 
+/* A pod written at <t_ms> on the ring's clock. */
+static void put_at(struct resource *res, const char *name, uint64_t rv, int64_t t_ms)
+{
+    struct blob *b = mk("ns", name, rv);
+
+    cr_assert_eq(resource_apply(res, WATCH_ADDED, b, rv, t_ms), 0);
+    blob_unref(b);
+}
+
+/* --watch-max-lag while a watch sends its initial events: the oldest live event waiting. */
+Test(resource, oldest_waiting_event_time, .timeout = 120)
+{
+    struct resource *res = new_ready(4, 1);
+    struct watcher w;
+    struct waker k;
+    int64_t t = 0;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &w, NULL, NULL), 0);
+    cr_assert_not(resource_watch_oldest_ms(res, &w, &t), "nothing waits yet");
+    put_at(res, "a", 2, 1000);
+    put_at(res, "b", 3, 2000);
+    cr_assert(resource_watch_oldest_ms(res, &w, &t));
+    cr_assert_eq(t, 1000, "the oldest waiting event's arrival, not the newest's");
+    cr_assert_eq(drain(res, &w, NULL, 0), 2);
+    cr_assert_not(resource_watch_oldest_ms(res, &w, &t), "all taken: nothing waits");
+    for (uint64_t rv = 4; rv <= 12; rv++) { /* a 4-event history: rv 4 leaves it */
+        put_at(res, "c", rv, 3000 + (int64_t)rv);
+    }
+    cr_assert(resource_watch_oldest_ms(res, &w, &t));
+    cr_assert_eq(t, INT64_MIN, "its oldest event already left the history");
+    resource_watch_detach(res, &w);
+    cr_assert_not(resource_watch_oldest_ms(res, &w, &t), "a detached watcher has nothing waiting");
+    resource_free(res);
+}
+
 Test(resource, take_never_sets_suspended, .timeout = 120)
 {
     struct resource *res = new_ready(64, 1);
