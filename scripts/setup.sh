@@ -16,6 +16,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev
   libcriterion-dev zlib1g-dev libclang-rt-14-dev
+  clang-format clang-tidy
   python3-kubernetes
 )
 

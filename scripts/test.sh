@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - install what is missing, build, and run every test twice: once in build/ (warnings
 # as errors) and once in build-asan/ under AddressSanitizer + UndefinedBehaviorSanitizer with
-# leak detection. Exits non-zero if any build or test fails and ends with a summary line
+# leak detection, and scripts/lint.sh (banned calls, clang-format, clang-tidy). Exits non-zero if
+# any build, test or lint check fails and ends with a summary line
 # "summary: N passed, N failed" (N = CTest tests over both runs).
 #
 # Environment: KWP_JOBS (default 2), KWP_BUILD_DIR (default build), KWP_ASAN_BUILD_DIR
@@ -80,6 +81,12 @@ start=$(now)
 
 if run_phase "setup+build" bash scripts/setup.sh; then
   run_ctest "tests" "$BUILD_DIR"
+  # Banned calls, clang-format and clang-tidy's analyzer (scripts/lint.sh); counted as one test.
+  if run_phase "lint" bash scripts/lint.sh banned format tidy; then
+    total_passed=$((total_passed + 1))
+  else
+    total_failed=$((total_failed + 1))
+  fi
 else
   total_failed=$((total_failed + 1))
 fi
