@@ -7,7 +7,7 @@
 #
 # Environment: KWP_JOBS (default 2), KWP_BUILD_DIR (default build), KWP_ASAN_BUILD_DIR
 # (default build-asan), KWP_TSAN_BUILD_DIR (default build-tsan), KWP_SKIP_ASAN=1 /
-# KWP_SKIP_TSAN=1 to skip a sanitizer run (local use).
+# KWP_SKIP_TSAN=1 to skip a sanitizer run, KWP_SKIP_IMAGE=1 to skip the image (local use).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -116,6 +116,16 @@ if [ "${KWP_SKIP_TSAN:-0}" != "1" ]; then
     else
       total_failed=$((total_failed + 1))
     fi
+  else
+    total_failed=$((total_failed + 1))
+  fi
+fi
+
+# The container image (Dockerfile): built with buildah, smoke-run as its non-root user, then
+# run from a read-only mount of its root filesystem (scripts/image.sh).
+if [ "${KWP_SKIP_IMAGE:-0}" != "1" ]; then
+  if run_phase "image" bash scripts/image.sh; then
+    total_passed=$((total_passed + 1))
   else
     total_failed=$((total_failed + 1))
   fi
