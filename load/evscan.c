@@ -202,7 +202,7 @@ static int64_t parse_stamp(const char *p, size_t n)
 
 static int scan_annotations(struct cursor *c, struct evscan_event *ev)
 {
-    size_t seen = 0, koff, klen, voff, vlen;
+    size_t seen = 0, koff, klen, voff = 0, vlen = 0;
     int rc;
 
     if (!at(c, '{')) {

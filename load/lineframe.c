@@ -31,6 +31,9 @@ size_t lineframe_pending(const struct lineframe *lf)
 /* Appends to the partial line, growing geometrically up to max + 1. */
 static int pending_append(struct lineframe *lf, const char *p, size_t n)
 {
+    if (n == 0) {
+        return 0; /* nothing to keep; memcpy into a NULL buffer would be undefined */
+    }
     if (lf->len + n > lf->max) {
         lineframe_fini(lf);
         return -E2BIG;
