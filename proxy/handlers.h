@@ -4,6 +4,11 @@
  * anything the cache cannot answer is handed to <forward>) and the simulator (authoritative:
  * it answers everything itself, including Exact/continue from the history).
  *
+ * One room per job: handlers.c (this API: the entry, GET, the per-request state, the
+ * tick), handlers_list.c (LIST), handlers_watch.c (the WATCH
+ * stream), with negotiate.c (Accept and friends), transforms.c (PartialObjectMetadata,
+ * Table), scope.c (what a request sees) and body.c (pretty and gzip bodies) under them.
+ *
  * Threads: handlers_serve runs on MHD threads; handlers_tick on the 1 s tick thread.
  */
 #ifndef KWP_PROXY_HANDLERS_H
@@ -38,6 +43,8 @@ struct handlers_opts {
     int64_t watch_max_lag_ms;        /* end a watch whose next event has waited longer than
                                         this (SEMANTICS 2.11); 0 = only the history window */
 };
+
+/* ---- serving ----------------------------------------------------------------------------- */
 
 /*
  * Serves a GET on a resource path <p> of <ar> (LIST, WATCH, GET by name). Called from the app's
