@@ -1,6 +1,7 @@
 /*
- * handlers.c - LIST, WATCH and GET from the cache (see handlers.h): the entry point, GET,
- * the per-request state and its teardown, the replies the three verbs share, the freshness
+ * handlers.c - LIST, WATCH and GET from the cache (see handlers.h): the entry point, the
+ * decision to serve or forward (handlers_route, the one place that makes it), GET, the
+ * per-request state and its teardown, the replies the three verbs share, the freshness
  * wait, and the 1 s tick's sweep. LIST is handlers_list.c, the WATCH stream
  * handlers_watch.c, both over the state of handlers_int.h.
  *
@@ -278,7 +279,7 @@ void handlers_start_fresh_wait(struct hreq *h, uint64_t rv, int64_t wait_ms)
 bool handlers_await_rv(struct hreq *h, uint64_t rv)
 {
     const struct handlers_opts *o = h->opts;
-    bool fwd = o->forward && !o->local_too_large;
+    bool fwd = handlers_route(o, HANDLERS_WHY_NOT_FRESH) == HANDLERS_FORWARD;
     int rc;
 
     if (h->phase != PH_WAIT_FRESH) {
@@ -300,6 +301,33 @@ bool handlers_await_rv(struct hreq *h, uint64_t rv)
         }
     }
     return false;
+}
+
+/* ---- serve or forward -------------------------------------------------------------------- */
+
+enum handlers_route handlers_route(const struct handlers_opts *opts, enum handlers_why why)
+{
+    /* the simulator is the storage (authoritative) and has nothing to forward to */
+    bool upstream = !opts->authoritative && opts->forward != NULL;
+
+    if (why == HANDLERS_WHY_CACHED || !upstream) {
+        return HANDLERS_SERVE;
+    }
+    if (why == HANDLERS_WHY_NOT_FRESH && opts->local_too_large) {
+        return HANDLERS_SERVE; /* --too-large-rv=local: wait 3 s, then our own 504 */
+    }
+    return HANDLERS_FORWARD;
+}
+
+enum handlers_why handlers_why_resource(const struct apires *ar, const struct k8s_path *p)
+{
+    if (!ar) {
+        return HANDLERS_WHY_UNCACHED;
+    }
+    if (!ar->kind.namespaced && p->ns[0] && strcmp(p->resource, "namespaces") != 0) {
+        return HANDLERS_WHY_SCOPE;
+    }
+    return HANDLERS_WHY_CACHED;
 }
 
 /* ---- GET --------------------------------------------------------------------------------- */
@@ -360,7 +388,7 @@ static void serve_get(struct hreq *h, const struct k8s_list_opts *lo)
     struct blob *b;
     bool rv_unset = !lo->has_rv || lo->rv_str[0] == '\0';
 
-    if (rv_unset && !o->authoritative) {
+    if (rv_unset && handlers_route(o, HANDLERS_WHY_CONSISTENT) == HANDLERS_FORWARD) {
         o->forward(o->app, h->req);
         return;
     }
@@ -434,11 +462,11 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     size_t nq;
     char err[512];
 
-    struct fields_hook fh = {ar, !opts->authoritative && opts->forward,
+    struct fields_hook fh = {ar, handlers_route(opts, HANDLERS_WHY_FIELD_LABEL) == HANDLERS_FORWARD,
                              p->legacy_watch && p->name[0] ? p->name : NULL};
     struct negotiate_in nin;
     struct negotiate neg;
-    bool can_forward = !opts->authoritative && opts->forward;
+    enum handlers_why why;
     /* installer.go routes only /watch/.../NAME to ListResource; GET .../NAME is GetResource,
      * which reads resourceVersion alone: ?watch= and the other list options do not apply. */
     bool get_named = p->name[0] && !p->legacy_watch;
@@ -454,7 +482,13 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
     nin.query = q;
     nin.n_query = nq;
     prc = negotiate_request(&nin, &ar->kind, &neg);
-    if (can_forward && (prc != 0 || (neg.as == NEGOTIATE_AS_TABLE && neg.table_default))) {
+    why = HANDLERS_WHY_CACHED;
+    if (prc != 0) {
+        why = HANDLERS_WHY_ENCODING;
+    } else if (neg.as == NEGOTIATE_AS_TABLE && neg.table_default) {
+        why = HANDLERS_WHY_TABLE_DEFAULT;
+    }
+    if (handlers_route(opts, why) == HANDLERS_FORWARD) {
         opts->forward(opts->app, req);
         return;
     }
@@ -512,16 +546,16 @@ void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_pa
             }
         }
     }
-    if (!opts->authoritative && opts->forward && !lo.watch &&
-        (!lo.has_rv || lo.rv_str[0] == '\0') && !(lo.continue_tok && lo.continue_tok[0])) {
+    if (!lo.watch && (!lo.has_rv || lo.rv_str[0] == '\0') &&
+        !(lo.continue_tok && lo.continue_tok[0]) &&
+        handlers_route(opts, HANDLERS_WHY_CONSISTENT) == HANDLERS_FORWARD) {
         opts->forward(opts->app, req); /* consistent reads go upstream, ready or not */
         return;
     }
     if (!resource_is_ready(ar->res, NULL) && !lo.watch) {
         /* SEMANTICS 3.5: a LIST with a limit and no selector, and GETs, go upstream */
-        bool fwd = opts->forward &&
-                   (p->name[0] || (lo.limit > 0 && !lo.label_selector && !lo.field_selector));
-        if (fwd) {
+        bool paged = p->name[0] || (lo.limit > 0 && !lo.label_selector && !lo.field_selector);
+        if (paged && handlers_route(opts, HANDLERS_WHY_NOT_READY) == HANDLERS_FORWARD) {
             opts->forward(opts->app, req);
         } else {
             h->phase = PH_DONE;

@@ -4,8 +4,8 @@
  * anything the cache cannot answer is handed to <forward>) and the simulator (authoritative:
  * it answers everything itself, including Exact/continue from the history).
  *
- * One room per job: handlers.c (this API: the entry, GET, the per-request state, the
- * tick), handlers_list.c (LIST), handlers_watch.c (the WATCH
+ * One room per job: handlers.c (this API: the entry, the serve-or-forward decision, GET,
+ * the per-request state, the tick), handlers_list.c (LIST), handlers_watch.c (the WATCH
  * stream), with negotiate.c (Accept and friends), transforms.c (PartialObjectMetadata,
  * Table), scope.c (what a request sees) and body.c (pretty and gzip bodies) under them.
  *
@@ -44,12 +44,51 @@ struct handlers_opts {
                                         this (SEMANTICS 2.11); 0 = only the history window */
 };
 
+/* ---- serve or forward -------------------------------------------------------------------- */
+
+/* What stands between a request and an answer from the cache: the input of handlers_route.
+ * The caller finds the condition where its data is; handlers_route alone decides. */
+enum handlers_why {
+    HANDLERS_WHY_CACHED = 0, /* nothing: the cache answers */
+    /* before a resource is at hand (proxy_handle): nothing to serve from */
+    HANDLERS_WHY_NOT_RESOURCE, /* not a GET of a resource path, or a subresource */
+    HANDLERS_WHY_UNCACHED,     /* a resource the cache does not hold */
+    HANDLERS_WHY_SCOPE,        /* a namespace in the path of a cluster-scoped resource */
+    /* handlers_serve, before the cache is read */
+    HANDLERS_WHY_ENCODING,      /* no Accept clause kwp can encode (protobuf, YAML) */
+    HANDLERS_WHY_TABLE_DEFAULT, /* a Table of a kind kwp has no kube printer for */
+    HANDLERS_WHY_FIELD_LABEL,   /* a field selector label the kind does not list */
+    HANDLERS_WHY_CONSISTENT,    /* resourceVersion unset: a consistent read */
+    HANDLERS_WHY_NOT_READY,     /* a GET, or a LIST with a limit and no selector, before the
+                                   cache synced (SEMANTICS 3.5) */
+    /* LIST and GET, against the cache */
+    HANDLERS_WHY_CONTINUE_LATEST, /* a continue token minted at "the latest revision" */
+    HANDLERS_WHY_WINDOW,          /* an Exact rv or a continue token outside the history */
+    HANDLERS_WHY_NOT_FRESH,       /* an rv newer than the cache (the freshness wait) */
+};
+
+enum handlers_route { HANDLERS_SERVE = 0, HANDLERS_FORWARD };
+
+/*
+ * The one decision "serve from the cache or forward upstream" for a request facing <why>
+ * under <opts>: HANDLERS_FORWARD whenever there is an upstream (not authoritative, a forward
+ * function set) and something stands in the way, except a too new rv with local_too_large
+ * (wait, then our own 504); HANDLERS_SERVE otherwise, which means answering here, with the
+ * data or with the error kube-apiserver would give (406, 400, 410, 429, 504; for the
+ * path-level reasons a face without upstream answers 404 itself). A pure function; any thread.
+ */
+enum handlers_route handlers_route(const struct handlers_opts *opts, enum handlers_why why);
+
+/* The path-level reason for resource <ar> (NULL: not cached) at path <p>: UNCACHED, SCOPE
+ * (a namespace on a cluster-scoped resource other than namespaces), or CACHED. */
+enum handlers_why handlers_why_resource(const struct apires *ar, const struct k8s_path *p);
+
 /* ---- serving ----------------------------------------------------------------------------- */
 
 /*
  * Serves a GET on a resource path <p> of <ar> (LIST, WATCH, GET by name). Called from the app's
  * handle function, and again on resume (the request state remembers where it was).
- * Replies, suspends, or calls opts->forward.
+ * Replies, suspends, or calls opts->forward (where handlers_route says so).
  */
 void handlers_serve(struct http_req *req, struct apires *ar, const struct k8s_path *p,
                     const struct handlers_opts *opts);

@@ -4,10 +4,10 @@
  * key order, each item as negotiated, answered as an iovec over the snapshot's blobs
  * (MHD copies the array, never the bytes; the snapshot reference drops when MHD is done).
  *
- * What this room decides is which snapshot answers. It uses the request state
- * (handlers_int.h), scope.h to walk the snapshot, transforms.h for transformed items and
- * envelopes, and handlers.c's replies. Threads: the request's MHD thread; the cache takes
- * its own locks.
+ * What this room decides is which snapshot answers; whether the cache answers at all is
+ * handlers_route's. It uses the request state (handlers_int.h), scope.h to walk the
+ * snapshot, transforms.h for transformed items and envelopes, and handlers.c's replies.
+ * Threads: the request's MHD thread; the cache takes its own locks.
  */
 #include "proxy/handlers_list.h"
 
@@ -209,7 +209,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
             snprintf(full, sizeof(full), "%s", start);
         }
         if (trv < 0) { /* "continue at the latest revision": a consistent read */
-            if (!o->authoritative) {
+            if (handlers_route(o, HANDLERS_WHY_CONTINUE_LATEST) == HANDLERS_FORWARD) {
                 o->forward(o->app, h->req);
                 return;
             }
@@ -218,7 +218,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
             return;
         }
         rc = resource_snapshot_at(res, (uint64_t)trv, &s);
-        if (rc != 0 && !o->authoritative) {
+        if (rc != 0 && handlers_route(o, HANDLERS_WHY_WINDOW) == HANDLERS_FORWARD) {
             /* outside the window (or ahead of the cache): upstream answers, possibly with
              * its 410 and a fresh "rv":-1 token */
             o->forward(o->app, h->req);
@@ -243,7 +243,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
     bool exact =
         lo->rvm == RVM_EXACT || (!rv_unset && !rv_zero && lo->limit > 0 && lo->rvm == RVM_UNSET);
 
-    if (rv_unset && !o->authoritative) {
+    if (rv_unset && handlers_route(o, HANDLERS_WHY_CONSISTENT) == HANDLERS_FORWARD) {
         o->forward(o->app, h->req);
         return;
     }
@@ -254,7 +254,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
     }
     if (exact) {
         rc = resource_snapshot_at(res, lo->rv, &s);
-        if (rc != 0 && !o->authoritative) {
+        if (rc != 0 && handlers_route(o, HANDLERS_WHY_WINDOW) == HANDLERS_FORWARD) {
             o->forward(o->app, h->req); /* not in the window: upstream's answer */
             return;
         }

@@ -12,7 +12,7 @@ struct k8s_list_opts;
  * Serves the LIST of request <h> with options <lo>, once handlers_serve found the cache
  * ready and the request cacheable: continue tokens, Exact and NotOlderThan, the freshness
  * wait, paging. Replies, suspends (the freshness wait; handlers_serve runs again), or
- * forwards. Called on the request's MHD thread.
+ * forwards where handlers_route says so. Called on the request's MHD thread.
  */
 void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo);
 

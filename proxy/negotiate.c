@@ -190,7 +190,7 @@ static const struct printer *table_printer(const struct apires_kind *kind)
  * acceptMediaTypeOptions for the JSON serializer: RequestScope's restrictions, or with
  * <status> DefaultEndpointRestrictions (how errors are written: no transforms, no sv).
  * as=Table is accepted for every kind; one without a printer gets rest's default convertor
- * (out->table_default), which the proxy forwards instead (handlers_serve).
+ * (out->table_default), which the proxy forwards instead (handlers_route).
  */
 static bool neg_clause(const struct accept_clause *c, bool status, const struct apires_kind *kind,
                        struct negotiate *out)

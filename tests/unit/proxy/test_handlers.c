@@ -1,8 +1,9 @@
 /*
- * test_handlers.c - proxy/handlers through its headers: the WATCH frame writer driven
- * through bare watches (handlers_watch.h): a resource's watchers share one frame per event,
- * byte for byte the object as a GET shows it. The rooms' own helpers are tested in
- * test_negotiate.c, test_body.c, test_transforms.c and test_handlers_watch.c.
+ * test_handlers.c - proxy/handlers through its headers: the one serve-or-forward decision
+ * (handlers_route) for both faces, and the WATCH frame writer driven through bare watches
+ * (handlers_watch.h): a resource's watchers share one frame per event, byte for byte the
+ * object as a GET shows it. The rooms' own helpers are tested in test_negotiate.c,
+ * test_body.c, test_transforms.c and test_handlers_watch.c.
  */
 #include "proxy/handlers.h"
 
@@ -17,6 +18,68 @@
 #include "proxy/handlers_watch.h"
 #include "proxy/kube_json.h"
 #include "proxy/sbuf.h"
+
+/* ---- serve or forward -------------------------------------------------------------------- */
+
+static void forward_nothing(void *app, struct http_req *req)
+{
+    (void)app;
+    (void)req;
+}
+
+static const enum handlers_why all_whys[] = {
+    HANDLERS_WHY_NOT_RESOURCE, HANDLERS_WHY_UNCACHED,      HANDLERS_WHY_SCOPE,
+    HANDLERS_WHY_ENCODING,     HANDLERS_WHY_TABLE_DEFAULT, HANDLERS_WHY_FIELD_LABEL,
+    HANDLERS_WHY_CONSISTENT,   HANDLERS_WHY_NOT_READY,     HANDLERS_WHY_CONTINUE_LATEST,
+    HANDLERS_WHY_WINDOW,       HANDLERS_WHY_NOT_FRESH,
+};
+
+/* The proxy (an upstream) forwards whatever stands in the way; the 3 s rule only with
+ * --too-large-rv=upstream. Nothing in the way: served. */
+Test(handlers, route_proxy_forwards_what_the_cache_cannot_answer)
+{
+    struct handlers_opts o = {.authoritative = false, .forward = forward_nothing};
+
+    cr_assert_eq(handlers_route(&o, HANDLERS_WHY_CACHED), HANDLERS_SERVE);
+    for (size_t i = 0; i < sizeof(all_whys) / sizeof(all_whys[0]); i++) {
+        cr_assert_eq(handlers_route(&o, all_whys[i]), HANDLERS_FORWARD, "why %d", all_whys[i]);
+    }
+    o.local_too_large = true;
+    cr_assert_eq(handlers_route(&o, HANDLERS_WHY_NOT_FRESH), HANDLERS_SERVE);
+    cr_assert_eq(handlers_route(&o, HANDLERS_WHY_WINDOW), HANDLERS_FORWARD);
+}
+
+/* The simulator (authoritative, nothing to forward to) answers everything itself. */
+Test(handlers, route_simulator_serves_everything)
+{
+    struct handlers_opts sim = {.authoritative = true, .local_too_large = true};
+    struct handlers_opts no_upstream = {.authoritative = false};
+
+    for (size_t i = 0; i < sizeof(all_whys) / sizeof(all_whys[0]); i++) {
+        cr_assert_eq(handlers_route(&sim, all_whys[i]), HANDLERS_SERVE, "why %d", all_whys[i]);
+        cr_assert_eq(handlers_route(&no_upstream, all_whys[i]), HANDLERS_SERVE);
+    }
+}
+
+/* proxy_handle's path-level reasons: a resource not cached, a namespace on a cluster-scoped
+ * one (namespaces/NAME itself is fine). */
+Test(handlers, why_resource_scope_rules)
+{
+    const struct ring_opts ring = {.min_cap = 16, .max_cap = 16};
+    struct apires *nodes = apires_new(apires_builtin("", "v1", "nodes"), NULL, &ring);
+    struct apires *pods = apires_new(apires_builtin("", "v1", "pods"), NULL, &ring);
+    struct k8s_path p;
+
+    cr_assert_eq(k8s_path_parse("/api/v1/namespaces/ns1/nodes", &p), 0);
+    cr_assert_eq(handlers_why_resource(nodes, &p), HANDLERS_WHY_SCOPE);
+    cr_assert_eq(handlers_why_resource(NULL, &p), HANDLERS_WHY_UNCACHED);
+    cr_assert_eq(k8s_path_parse("/api/v1/nodes", &p), 0);
+    cr_assert_eq(handlers_why_resource(nodes, &p), HANDLERS_WHY_CACHED);
+    cr_assert_eq(k8s_path_parse("/api/v1/namespaces/ns1/pods", &p), 0);
+    cr_assert_eq(handlers_why_resource(pods, &p), HANDLERS_WHY_CACHED);
+    apires_free(nodes);
+    apires_free(pods);
+}
 
 /* ---- watch frames shared by a resource's watchers ---------------------------------------- */
 

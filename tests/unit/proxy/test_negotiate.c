@@ -128,7 +128,7 @@ Test(negotiate, accept_matrix_for_pods)
 
 /* as=Table picks the kind's printer; a kind without one (a custom resource, a built-in kwp
  * has no printer for) is marked table_default, which the proxy forwards upstream
- * (handlers_serve), and gets the convertor the simulator serves. */
+ * (handlers_route), and gets the convertor the simulator serves. */
 Test(negotiate, table_negotiates_the_kinds_printer_or_the_default_convertor)
 {
     const struct apires_kind *cm = apires_builtin("", "v1", "configmaps");
