@@ -30,18 +30,18 @@ typedef void handlers_forward_fn(void *app, struct http_req *req);
 #define HANDLERS_MAX_LAG_DEFAULT_MS 10000
 
 struct handlers_opts {
-    bool authoritative;              /* the simulator: rv unset/Exact/continue served here */
-    handlers_forward_fn *forward;    /* NULL: nothing to forward to */
+    bool authoritative;           /* the simulator: rv unset/Exact/continue served here */
+    handlers_forward_fn *forward; /* NULL: nothing to forward to */
     void *app;
-    int64_t bookmark_interval_ms;    /* default 60000 */
-    int64_t min_request_timeout_s;   /* watch timeout without timeoutSeconds: [t, 2t) */
-    int64_t too_large_wait_ms;       /* the 3 s rule (3000) */
-    int64_t freshness_wait_ms;       /* proxy: wait this long for rv N, then forward */
-    bool local_too_large;            /* wait too_large_wait_ms and answer 504 ourselves */
-    int64_t watch_stall_s;           /* end a watch whose client accepts no byte this long
-                                        while events wait for it (default 10 s) */
-    int64_t watch_max_lag_ms;        /* end a watch whose next event has waited longer than
-                                        this (SEMANTICS 2.11); 0 = only the history window */
+    int64_t bookmark_interval_ms;  /* default 60000 */
+    int64_t min_request_timeout_s; /* watch timeout without timeoutSeconds: [t, 2t) */
+    int64_t too_large_wait_ms;     /* the 3 s rule (3000) */
+    int64_t freshness_wait_ms;     /* proxy: wait this long for rv N, then forward */
+    bool local_too_large;          /* wait too_large_wait_ms and answer 504 ourselves */
+    int64_t watch_stall_s;         /* end a watch whose client accepts no byte this long
+                                      while events wait for it (default 10 s) */
+    int64_t watch_max_lag_ms;      /* end a watch whose next event has waited longer than
+                                      this (SEMANTICS 2.11); 0 = only the history window */
 };
 
 /* ---- serve or forward -------------------------------------------------------------------- */
@@ -103,7 +103,6 @@ char *handlers_object_json(const struct apires *ar, const struct blob *b, size_t
 
 /* Checks a parsed field selector against the kind's selectable fields. Returns 0 or -EINVAL
  * with the 400 Status in <st>. */
-int handlers_check_fields(const struct apires *ar, const struct selector *fsel,
-                          struct kstatus *st);
+int handlers_check_fields(const struct apires *ar, const struct selector *fsel, struct kstatus *st);
 
 #endif
