@@ -11,22 +11,29 @@
  *
  * The kernel's socket copies, scheduling and the load generator are left out on purpose:
  * on a shared machine they make end-to-end CPU per event too noisy to see a change of the
- * watch path. The file includes proxy/handlers.c (the watch path is static) and builds as
- * well against the tree before the batch borrowing (it then releases each event's
- * references as that tree's handler did), so two trees compare side by side:
+ * watch path. The watches are bare watches (proxy/handlers_watch.h): the stream's own frame
+ * writer, driven one event at a time, without a connection. To compare two trees, build
+ * this program in each and run the binaries in turn:
  *
- *   cc -O2 -DNDEBUG $(pkg-config --cflags libcjson) -I OLD -I . bench/emit.c \
- *      OLD/build/proxy/libkwp_proxy.a OLD/build/cache/libkwp_cache.a \
- *      $(pkg-config --libs libmicrohttpd libcurl libcjson openssl zlib) -lpthread -lm \
- *      -o /tmp/emit-old
  *   build/bench/kwp_bench_emit [watchers] [events per round] [rounds] [threads] [bytes]
  *
  * Bounded: rounds x events writes; every thread joins before the program exits.
  */
-#include "proxy/handlers.c"
-#include "tests/support/hreq_bare.h"
-
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/blob.h"
+#include "cache/bug.h"
+#include "cache/resource.h"
+#include "proxy/apires.h"
+#include "proxy/handlers_watch.h"
+#include "proxy/kube_json.h"
 
 #define BENCH_BUF (32 * 1024)
 
@@ -60,23 +67,20 @@ static void deliver(struct bench *b, size_t id, char *buf, struct ring_event *pe
 {
     for (size_t i = id; i < b->n_watchers; i += b->n_threads) {
         struct hreq *h = b->hs[i];
+        struct watcher *w = handlers_watch_bare_watcher(h);
         size_t n = 0;
         ssize_t got;
 
-        while ((got = resource_watch_take(b->ar->res, &h->w, pend, HANDLERS_BATCH)) > 0) {
+        while ((got = resource_watch_take(b->ar->res, w, pend, HANDLERS_WATCH_BATCH)) > 0) {
             for (ssize_t k = 0; k < got; k++) {
-                if (emit_event(h, buf, BENCH_BUF, &n, &pend[k]) == EMIT_FULL) {
+                if (handlers_watch_bare_emit(h, buf, BENCH_BUF, &n, &pend[k]) == -ENOSPC) {
                     n = 0; /* sent */
-                    BUG_ON(emit_event(h, buf, BENCH_BUF, &n, &pend[k]) != EMIT_OK);
+                    BUG_ON(handlers_watch_bare_emit(h, buf, BENCH_BUF, &n, &pend[k]) != 0);
                 }
-#ifndef WATCHER_HELD_MAX /* the tree before borrowing: a reference per event */
-                ring_event_release(&pend[k], 1);
-#endif
             }
         }
-        BUG_ON(got < 0 || h->over != NULL);
-        b->frames[id] += h->frames;
-        h->frames = 0;
+        BUG_ON(got < 0 || handlers_watch_bare_overflowed(h));
+        b->frames[id] += handlers_watch_bare_frames(h);
     }
 }
 
@@ -85,7 +89,7 @@ static void *worker_main(void *arg)
     struct worker *wk = arg;
     struct bench *b = wk->b;
     char *buf = xmalloc(BENCH_BUF);
-    struct ring_event *pend = xmalloc(HANDLERS_BATCH * sizeof(*pend));
+    struct ring_event *pend = xmalloc(HANDLERS_WATCH_BATCH * sizeof(*pend));
 
     for (;;) {
         double t0;
@@ -169,9 +173,12 @@ int main(int argc, char **argv)
     BUG_ON(resource_replace(b.ar->res, NULL, 0, rv, 0) != 0);
     b.hs = xcalloc(b.n_watchers, sizeof(*b.hs));
     for (size_t i = 0; i < b.n_watchers; i++) {
-        b.hs[i] = hreq_bare_new(b.ar);
-        BUG_ON(resource_watch_from(b.ar->res, &b.hs[i]->w, rv, NULL) != 0);
-        resource_watch_set_due(b.ar->res, &b.hs[i]->w, 60000);
+        struct watcher *w;
+
+        b.hs[i] = handlers_watch_bare_new(b.ar, NULL, NULL, 0);
+        w = handlers_watch_bare_watcher(b.hs[i]);
+        BUG_ON(resource_watch_from(b.ar->res, w, rv, NULL) != 0);
+        resource_watch_set_due(b.ar->res, w, 60000);
     }
     pthread_barrier_init(&b.start, NULL, (unsigned)b.n_threads + 1);
     pthread_barrier_init(&b.done, NULL, (unsigned)b.n_threads + 1);
@@ -205,8 +212,7 @@ int main(int argc, char **argv)
            b.n_watchers, b.n_threads, rounds, events, bytes, (unsigned long long)frames,
            frames ? cpu * 1e9 / (double)frames : 0.0, b.n_watchers, tick_s * 1e6 / 1000);
     for (size_t i = 0; i < b.n_watchers; i++) {
-        resource_watch_detach(b.ar->res, &b.hs[i]->w);
-        free(b.hs[i]);
+        handlers_watch_bare_free(b.hs[i]);
     }
     free(b.hs);
     pthread_barrier_destroy(&b.start);

@@ -761,6 +761,7 @@ static void proxy_handle(void *app, struct http_req *req)
     const char *method = http_req_method(req);
     struct k8s_path kp;
     struct apires *ar;
+    enum handlers_why cause;
     char why[256];
 
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
@@ -781,17 +782,13 @@ static void proxy_handle(void *app, struct http_req *req)
         serve_metrics(p, req);
         return;
     }
-    if (strcmp(method, "GET") != 0 || k8s_path_parse(path, &kp) != 0 ||
-        (kp.subresource[0] != '\0')) {
-        forward(p, req);
-        return;
+    cause = HANDLERS_WHY_NOT_RESOURCE;
+    ar = NULL;
+    if (strcmp(method, "GET") == 0 && k8s_path_parse(path, &kp) == 0 && kp.subresource[0] == '\0') {
+        ar = reg_ensure(p, kp.group, kp.version, kp.resource);
+        cause = handlers_why_resource(ar, &kp);
     }
-    ar = reg_ensure(p, kp.group, kp.version, kp.resource);
-    if (!ar) {
-        forward(p, req);
-        return;
-    }
-    if (!ar->kind.namespaced && kp.ns[0] && strcmp(kp.resource, "namespaces") != 0) {
+    if (handlers_route(&p->hopts, cause) == HANDLERS_FORWARD) {
         forward(p, req);
         return;
     }

@@ -1,19 +1,20 @@
 /*
- * fuzz_accept.c - proxy/handlers.c's content negotiation: goautoneg's Accept parsing, the
+ * fuzz_accept.c - proxy/negotiate.c's content negotiation: goautoneg's Accept parsing, the
  * choice of media type and transform (Table, PartialObjectMetadata[List]) for a kind, and the
  * Accept-Encoding gzip token. These parsers are static, so the .c is included (STYLE: "#include
- * the .c, sparingly"), as tests/unit/proxy/test_handlers.c does.
+ * the .c, sparingly"); tests/unit/proxy/test_negotiate.c tests them through negotiate.h.
  *
  * Input: byte 0 picks the kind (pods, configmaps, a kind without a printer, a custom resource)
  * and whether isPrettyPrint said yes; the rest, cut at its first NUL, is the Accept header, and
- * also goes through accepts_gzip as an Accept-Encoding header.
+ * also goes through accepts_gzip as an Accept-Encoding header and, with negotiate_request, as
+ * all three headers at once.
  * Checked: accept_parse never returns more clauses than asked for, every span it returns lies
  * inside the header (q is whatever strconv.ParseFloat gives, NaN and Inf included); neg_accept
  * answers 0 or -ENOTSUP; on 0 the transform is one kwp can write (a Table has a printer, and
  * table_default exactly when the kind has no kube printer); the choice does not depend on
- * anything but the input (a second call agrees).
+ * anything but the input (a second call agrees); negotiate_request agrees with neg_accept.
  */
-#include "proxy/handlers.c"
+#include "proxy/negotiate.c"
 
 #include "tests/fuzz/fuzz.h"
 
@@ -32,8 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const plurals[] = {"pods", "configmaps", "componentstatuses", NULL};
     struct accept_clause cl[4];
-    struct apires ar;
-    struct neg a, b;
+    struct apires_kind kind;
+    struct negotiate a, b, c;
+    struct negotiate_in in;
     char *hdr, *owned = NULL;
     size_t len, n;
     int rc;
@@ -46,20 +48,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hdr[size - 1] = '\0';
     len = strlen(hdr);
 
-    memset(&ar, 0, sizeof(ar));
+    memset(&kind, 0, sizeof(kind));
     if (plurals[data[0] & 3] != NULL) {
         const struct apires_kind *k = apires_builtin("", "v1", plurals[data[0] & 3]);
         if (k != NULL) {
-            ar.kind = *k;
+            kind = *k;
         } else {
-            ar.kind.builtin = true;
-            ar.kind.group = "";
-            ar.kind.plural = plurals[data[0] & 3];
+            kind.builtin = true;
+            kind.group = "";
+            kind.plural = plurals[data[0] & 3];
         }
     } else {
-        CHECK(apires_parse_spec("example.com/v1/widgets", &ar.kind, &owned) == 0);
+        CHECK(apires_parse_spec("example.com/v1/widgets", &kind, &owned) == 0);
     }
-    snprintf(ar.api_version, sizeof(ar.api_version), "v1");
 
     n = accept_parse(hdr, cl, sizeof(cl) / sizeof(cl[0]));
     CHECK(n <= sizeof(cl) / sizeof(cl[0]));
@@ -70,19 +71,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               span_inside(cl[i].sv, hdr, len) && span_inside(cl[i].pretty, hdr, len));
     }
 
-    rc = neg_accept(hdr, (data[0] & 4) != 0, &ar, &a);
+    rc = neg_accept(hdr, (data[0] & 4) != 0, &kind, &a);
     CHECK(rc == 0 || rc == -ENOTSUP);
     if (rc == 0) {
-        CHECK(a.as == NEG_AS_NONE || a.as == NEG_AS_TABLE || a.as == NEG_AS_POM ||
-              a.as == NEG_AS_POML);
-        CHECK(a.as != NEG_AS_TABLE || a.printer != NULL);
-        CHECK(a.as != NEG_AS_TABLE || a.table_default == (table_printer(&ar) == NULL));
-        CHECK(a.as == NEG_AS_TABLE || !a.table_default);
-        CHECK(a.as != NEG_AS_NONE || !a.v1beta1);
+        CHECK(a.as == NEGOTIATE_AS_NONE || a.as == NEGOTIATE_AS_TABLE || a.as == NEGOTIATE_AS_POM ||
+              a.as == NEGOTIATE_AS_POML);
+        CHECK(a.as != NEGOTIATE_AS_TABLE || a.printer != NULL);
+        CHECK(a.as != NEGOTIATE_AS_TABLE || a.table_default == (table_printer(&kind) == NULL));
+        CHECK(a.as == NEGOTIATE_AS_TABLE || !a.table_default);
+        CHECK(a.as != NEGOTIATE_AS_NONE || !a.v1beta1);
     }
-    CHECK(neg_accept(hdr, (data[0] & 4) != 0, &ar, &b) == rc);
+    CHECK(neg_accept(hdr, (data[0] & 4) != 0, &kind, &b) == rc);
     CHECK(memcmp(&a, &b, sizeof(a)) == 0);
     (void)accepts_gzip(hdr);
+
+    memset(&in, 0, sizeof(in));
+    in.accept = hdr;
+    in.accept_encoding = hdr;
+    in.user_agent = hdr;
+    rc = negotiate_request(&in, &kind, &c);
+    CHECK(rc == neg_accept(hdr, is_pretty_print(NULL, hdr), &kind, &b));
+    CHECK(c.gzip == accepts_gzip(hdr) && c.incl == NEGOTIATE_INCL_METADATA);
 
     free(owned);
     free(hdr);

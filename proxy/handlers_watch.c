@@ -1,0 +1,815 @@
+/*
+ * handlers_watch.c - the WATCH stream from the cache (SEMANTICS 2): a content reader over the
+ * watcher's cursor. It writes the synthetic ADDED events of the initial snapshot, the end
+ * bookmark, then events taken from the ring in batches, whole frames only (a frame larger
+ * than MHD's buffer goes through an overflow buffer that is drained at UTF-8 boundaries, so
+ * no chunk ever splits a character). When nothing is pending it suspends; the resource wakes
+ * it after the next append, the tick when a bookmark or the deadline is due, or when the
+ * sweep finds the peer gone.
+ *
+ * The hot path (emit_*, watch_fill, shared frames) is direct calls and memcpy into MHD's
+ * buffer: no function pointers, one copy per frame and watcher. It owns the watch fields of
+ * struct hreq (handlers_int.h) and uses scope.h, transforms.h and handlers.c's replies.
+ * Threads: the request's MHD thread; the cache calls take the resource lock themselves.
+ */
+#include "proxy/handlers_watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cache/blob.h"
+#include "cache/bug.h"
+#include "cache/resource.h"
+#include "cache/rv.h"
+#include "cache/selector.h"
+#include "cache/snapshot.h"
+#include "proxy/handlers_int.h"
+#include "proxy/kube_json.h"
+#include "proxy/log.h"
+#include "proxy/pieces.h"
+#include "proxy/sbuf.h"
+
+_Static_assert(HANDLERS_WATCH_BATCH <= RING_SEG,
+               "a short batch must mean nothing more was pending");
+#define HANDLERS_BOOKMARK_DEFAULT_MS 60000
+#define HANDLERS_MIN_TIMEOUT_DEFAULT_S 1800
+#define HANDLERS_RELEASE_IDLE_MS 5000 /* a watch quiet this long gives back its write buffer */
+#define INITIAL_EVENTS_END_ANNOTATION "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
+
+/* ---- frames ------------------------------------------------------------------------------ */
+
+/* Copies as much of the overflow frame as fits, cutting only at UTF-8 character starts. */
+static size_t drain_over(struct hreq *h, char *buf, size_t max)
+{
+    size_t left = h->over_len - h->over_off, n = left < max ? left : max;
+
+    if (n < left) {
+        while (n > 0 && ((unsigned char)h->over[h->over_off + n] & 0xC0) == 0x80) {
+            n--;
+        }
+    }
+    memcpy(buf, h->over + h->over_off, n);
+    h->over_off += n;
+    if (h->over_off == h->over_len) {
+        free(h->over);
+        h->over = NULL;
+        h->over_len = h->over_off = 0;
+    }
+    return n;
+}
+
+enum emit_rc { EMIT_OK = 0, EMIT_FULL };
+
+/*
+ * Writes the frame made of <iov> pieces into buf at *n if it fits; if it does not and nothing
+ * has been written in this call, stages it in the overflow buffer and writes what fits.
+ */
+static enum emit_rc emit_pieces(struct hreq *h, char *buf, size_t max, size_t *n,
+                                const struct iovec *iov, size_t cnt, size_t total)
+{
+    char *dst;
+
+    if (total <= max - *n) {
+        dst = buf + *n;
+        for (size_t i = 0; i < cnt; i++) {
+            memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+            dst += iov[i].iov_len;
+        }
+        *n += total;
+        h->frames++;
+        return EMIT_OK;
+    }
+    if (*n > 0) {
+        return EMIT_FULL;
+    }
+    h->over = xmalloc(total);
+    h->over_len = total;
+    h->over_off = 0;
+    dst = h->over;
+    for (size_t i = 0; i < cnt; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    h->frames++;
+    *n += drain_over(h, buf, max);
+    return EMIT_OK;
+}
+
+/* The event object as negotiated when it is transformed: a PartialObjectMetadata, or a
+ * one-row Table with column definitions on the first event only. (emit_view gathers the
+ * plain object itself.) */
+static void pc_event_object(struct pieces *pc, struct hreq *h, const struct transforms_obj *ov)
+{
+    struct transforms_ctx tc = handlers_tc(h);
+
+    if (h->neg.as == NEGOTIATE_AS_POM) {
+        transforms_pom(pc, &tc, ov);
+    } else {
+        transforms_table_single(pc, &tc, ov, !h->table_hdr_sent);
+        h->table_hdr_sent = true;
+    }
+}
+
+#define FRAME_HEAD_MAX 48
+
+/* Writes {"type":"<type>","object": into <head> (FRAME_HEAD_MAX bytes); returns its length.
+ * Per frame and per watcher: memcpy, not snprintf (it showed in profiles). */
+static size_t frame_head(const char *type, char *head)
+{
+    static const char pre[] = "{\"type\":\"", post[] = "\",\"object\":";
+    size_t tl = strlen(type), w = 0;
+
+    BUG_ON(tl > FRAME_HEAD_MAX - sizeof(pre) - sizeof(post));
+    memcpy(head, pre, sizeof(pre) - 1);
+    w += sizeof(pre) - 1;
+    memcpy(head + w, type, tl);
+    w += tl;
+    memcpy(head + w, post, sizeof(post) - 1);
+    return w + sizeof(post) - 1;
+}
+
+/* A frame whose object is not transformed (most watches; also PartialObjectMetadataList,
+ * which cannot transform one object, so watchEmbeddedEncoder sends it untransformed). */
+static bool frame_is_plain(const struct hreq *h)
+{
+    return h->neg.as != NEGOTIATE_AS_POM && h->neg.as != NEGOTIATE_AS_TABLE;
+}
+
+/* The plain frame: <head> (w bytes), the object's pieces, "}\n", as at most 8 iovecs.
+ * Returns their count; *total gets the frame's length. */
+static size_t plain_frame_iov(const struct hreq *h, const char *head, size_t w,
+                              const struct transforms_obj *ov, struct iovec *iov, size_t *total)
+{
+    size_t cnt, len;
+
+    iov[0].iov_base = (void *)head;
+    iov[0].iov_len = w;
+    cnt = 1 + transforms_object_iov(h->typemeta, h->typemeta_len, ov, iov + 1, &len);
+    iov[cnt].iov_base = (void *)"}\n";
+    iov[cnt++].iov_len = 2;
+    *total = w + len + 2;
+    return cnt;
+}
+
+/* Frames {"type":T,"object":O}\n around the object or pc_event_object. */
+static enum emit_rc emit_view(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                              const struct transforms_obj *ov)
+{
+    struct pieces pc;
+    char head[FRAME_HEAD_MAX];
+    enum emit_rc rc;
+    size_t w = frame_head(type, head);
+
+    if (frame_is_plain(h)) {
+        /* gathered straight into the buffer, without a struct pieces per event and watcher */
+        struct iovec iov[8];
+        size_t total, cnt = plain_frame_iov(h, head, w, ov, iov, &total);
+
+        return emit_pieces(h, buf, max, n, iov, cnt, total);
+    }
+    memset(&pc, 0, sizeof(pc));
+    pieces_lent(&pc, head, w);
+    pc_event_object(&pc, h, ov);
+    pieces_lit(&pc, "}\n");
+    pieces_resolve(&pc, pc.sb.p);
+    rc = emit_pieces(h, buf, max, n, pc.iov, pc.n, pieces_total(&pc));
+    sbuf_free(&pc.sb);
+    return rc;
+}
+
+static enum emit_rc emit_object(struct hreq *h, char *buf, size_t max, size_t *n, const char *type,
+                                const struct blob *b, const char *rv_override)
+{
+    struct transforms_obj ov = transforms_obj_of(b, rv_override);
+
+    return emit_view(h, buf, max, n, type, &ov);
+}
+
+/* A BOOKMARK: an empty object of the kind carrying only the resourceVersion (and the
+ * watch-list annotation), encoded and transformed like any event object. */
+static enum emit_rc emit_bookmark(struct hreq *h, char *buf, size_t max, size_t *n, uint64_t rv,
+                                  bool initial_end)
+{
+    char obj[1024];
+    char rvbuf[24];
+    struct transforms_obj ov;
+    int w;
+
+    rv_format(rv, rvbuf);
+    w = snprintf(obj, sizeof(obj), "{\"metadata\":{\"resourceVersion\":\"%s\"%s%s}%s}", rvbuf,
+                 initial_end ? "," : "", initial_end ? INITIAL_EVENTS_END_ANNOTATION : "",
+                 h->ar->kind.bookmark_body);
+    if (w <= 0 || (size_t)w >= sizeof(obj)) {
+        return EMIT_OK; /* cannot happen with the static table; skip rather than truncate */
+    }
+    if (h->typemeta_len == 0) {
+        /* custom resources store kind and apiVersion in the object: so does their bookmark */
+        char full[1400];
+        w = snprintf(full, sizeof(full), "{\"kind\":\"%s\",\"apiVersion\":\"%s\",%s",
+                     h->ar->kind.kind, h->ar->api_version, obj + 1);
+        if (w <= 0 || (size_t)w >= sizeof(full)) {
+            return EMIT_OK;
+        }
+        ov = (struct transforms_obj){full, (size_t)w, 0, 0, rvbuf, false};
+        return emit_view(h, buf, max, n, "BOOKMARK", &ov);
+    }
+    ov = (struct transforms_obj){obj, (size_t)w, 0, 0, rvbuf, false};
+    return emit_view(h, buf, max, n, "BOOKMARK", &ov);
+}
+
+static enum emit_rc emit_status(struct hreq *h, char *buf, size_t max, size_t *n,
+                                const struct kstatus *st)
+{
+    char body[2048];
+    struct iovec iov[3];
+    size_t len = kube_json_status(st, body, sizeof(body));
+
+    if (len >= sizeof(body)) {
+        len = sizeof(body) - 1;
+    }
+    iov[0].iov_base = (void *)"{\"type\":\"ERROR\",\"object\":";
+    iov[0].iov_len = strlen(iov[0].iov_base);
+    iov[1].iov_base = body;
+    iov[1].iov_len = len;
+    iov[2].iov_base = (void *)"}\n";
+    iov[2].iov_len = 2;
+    return emit_pieces(h, buf, max, n, iov, 3, iov[0].iov_len + len + 2);
+}
+
+/*
+ * The frame of an event as stored (its own type, its object, the resource's typemeta) is the
+ * same bytes for every plain watcher of the resource: the first one to send the event builds
+ * it and attaches it to the event in the ring (ring_aux_attach, freed by the ring), and the
+ * others copy it in one piece instead of gathering it again. Valid while the event's batch
+ * is lent (resource_watch_next).
+ */
+struct shared_frame {
+    const struct apires *ar; /* the resource whose typemeta it carries */
+    size_t len;
+    char data[];
+};
+
+static struct shared_frame *shared_frame_new(const struct hreq *h, const char *type,
+                                             const struct blob *b)
+{
+    char head[FRAME_HEAD_MAX];
+    struct iovec iov[8];
+    struct transforms_obj ov = transforms_obj_of(b, NULL);
+    size_t total, cnt = plain_frame_iov(h, head, frame_head(type, head), &ov, iov, &total);
+    struct shared_frame *f = xmalloc(sizeof(*f) + total);
+    char *dst = f->data;
+
+    f->ar = h->ar;
+    f->len = total;
+    for (size_t i = 0; i < cnt; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    return f;
+}
+
+/* Emits <ev> as <type> with its own object: from the shared frame when this watcher's frame
+ * is the stored one (plain, and <type> is the event's own), else built for this watcher. */
+static enum emit_rc emit_stored(struct hreq *h, char *buf, size_t max, size_t *n,
+                                const struct ring_event *ev, enum watch_type type)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    const struct shared_frame *f = NULL;
+    struct iovec iov;
+
+    BUG_ON(type > WATCH_DELETED);
+    if (type == ev->type && ev->aux != NULL && frame_is_plain(h)) {
+        f = ring_aux(ev);
+        if (f == NULL) {
+            struct shared_frame *mine = shared_frame_new(h, names[type], ev->obj);
+
+            f = ring_aux_attach(ev, mine);
+            if (f != mine) {
+                free(mine);
+            }
+        }
+    }
+    if (f == NULL || f->ar != h->ar) {
+        return emit_object(h, buf, max, n, names[type], ev->obj, NULL);
+    }
+    iov.iov_base = (void *)f->data;
+    iov.iov_len = f->len;
+    return emit_pieces(h, buf, max, n, &iov, 1, f->len);
+}
+
+/* SEMANTICS 2.10: the event as this watcher sees it through its filter. */
+static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
+                               const struct ring_event *ev)
+{
+    bool cur, old;
+    enum emit_rc rc = EMIT_OK;
+
+    if (ev->rv <= h->watermark) {
+        return EMIT_OK;
+    }
+    if (ev->type == WATCH_DELETED) {
+        if (scope_match(&h->sc, ev->prev ? ev->prev : ev->obj)) {
+            rc = emit_stored(h, buf, max, n, ev, WATCH_DELETED);
+        }
+    } else {
+        cur = scope_match(&h->sc, ev->obj);
+        old = ev->prev && scope_match(&h->sc, ev->prev);
+        if (cur && !old) {
+            rc = emit_stored(h, buf, max, n, ev, WATCH_ADDED);
+        } else if (cur && old) {
+            rc = emit_stored(h, buf, max, n, ev, WATCH_MODIFIED);
+        } else if (!cur && old) {
+            rc = emit_object(h, buf, max, n, "DELETED", ev->prev, ev->obj->rv_str);
+        }
+    }
+    if (rc == EMIT_OK) {
+        h->last_rv = ev->rv;
+    }
+    return rc;
+}
+
+/*
+ * Tells the resource when the tick must wake this watch: the next bookmark, the deadline, or
+ * the moment its write buffer may be released. A busy watch would move that last moment at
+ * every suspend, a locked call each time: an earlier wake already armed is kept instead (it
+ * costs one spare wake-up, after which watch_quiet arms the right moment).
+ */
+static void watch_set_due(struct hreq *h, int64_t now)
+{
+    int64_t due = h->next_bm_ms && h->next_bm_ms < h->deadline_ms ? h->next_bm_ms : h->deadline_ms;
+
+    if (h->wbuf_dirty > 0 && h->last_data_ms + HANDLERS_RELEASE_IDLE_MS < due) {
+        due = h->last_data_ms + HANDLERS_RELEASE_IDLE_MS;
+    }
+    if (h->due_ms > now && h->due_ms < due && h->wbuf_dirty > 0) {
+        return;
+    }
+    if (due != h->due_ms) {
+        h->due_ms = due;
+        resource_watch_set_due(h->ar->res, &h->w, due);
+    }
+}
+
+/*
+ * A watch about to suspend. The server's write buffer (most of the connection's memory
+ * pool) stays resident once written (libmicrohttpd also zeroes the whole pool between two
+ * requests of a connection), although an idle watch needs none of it: at its first suspend,
+ * and later when nothing was sent for HANDLERS_RELEASE_IDLE_MS, its whole pages go back to
+ * the kernel
+ * (MADV_DONTNEED: they read as zeros, and are faulted in again by the next write). The
+ * bytes are ours to overwrite until we return, and we return 0, so nothing is lost; the tick
+ * wakes the watch at that moment when no event does sooner.
+ */
+static void watch_quiet(struct hreq *h, int64_t now)
+{
+    if (h->wbuf_dirty == 0) {
+        return;
+    }
+    if (!h->released || now - h->last_data_ms >= HANDLERS_RELEASE_IDLE_MS) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)h->wbuf + page - 1) & ~(page - 1);
+        uintptr_t hi = ((uintptr_t)h->wbuf + h->wbuf_dirty) & ~(page - 1);
+        if (hi > lo) {
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        }
+        h->wbuf_dirty = 0;
+        h->released = true;
+    }
+    watch_set_due(h, now);
+}
+
+static void schedule_bookmark(struct hreq *h, int64_t now)
+{
+    int64_t interval = handlers_opt_or(h->opts->bookmark_interval_ms, HANDLERS_BOOKMARK_DEFAULT_MS);
+    int64_t next = now + interval;
+
+    if (!h->bookmarks) {
+        h->next_bm_ms = 0;
+    } else if (h->deadline_ms - 2000 < next) {
+        next = h->deadline_ms - 2000;
+        h->next_bm_ms = next > now ? next : 0;
+    } else {
+        h->next_bm_ms = next;
+    }
+    watch_set_due(h, now);
+}
+
+/* A watch's kernel send buffer (SO_SNDBUF; the kernel doubles it): a slow reader parks at
+ * most this much there, so --watch-max-lag sees its lag (instead of up to 4 MiB absorbing
+ * it) and the writer is called again once a third of it drained. Ample for one watch: 100
+ * events/s of 1 KiB need 100 KiB/s. */
+#define HANDLERS_WATCH_SNDBUF (128 * 1024)
+
+/*
+ * SEMANTICS 2.11: kube-apiserver ends a watcher whose buffer stays full past its dispatch
+ * budget; kwp holds no per-watcher buffer (a cursor into the shared history), so the bound is
+ * on time instead: a watch whose next event has waited longer than --watch-max-lag, counted
+ * from the event's arrival or the start of the live phase, is ended cleanly (no ERROR event)
+ * and the client re-watches from its last resourceVersion. Its memory never grew meanwhile.
+ * A watch still sending its initial events is checked once per call on the oldest live event
+ * waiting behind them (counted from its arrival); after them the backlog counts from the end
+ * of the initial events.
+ */
+static bool watch_lagging(struct hreq *h, int64_t t_ms, int64_t now)
+{
+    int64_t since = t_ms > h->live_ms ? t_ms : h->live_ms;
+
+    if (h->opts->watch_max_lag_ms <= 0 || now - since <= h->opts->watch_max_lag_ms) {
+        return false;
+    }
+    static struct log_ratelimit rl;
+    log_ratelimited(
+        &rl, 1000, LOG_LEVEL_INFO, "watch",
+        "resource=%s namespace=\"%s\" lag_ms=%lld last_rv=%llu msg=\"Forcing %s watcher "
+        "close due to unresponsiveness\"",
+        resource_name(h->ar->res), h->sc.ns, (long long)(now - since),
+        (unsigned long long)h->last_rv, resource_name(h->ar->res));
+    atomic_fetch_add(&h->ar->ctr.terminated, 1);
+    h->ending = true;
+    return true;
+}
+
+/*
+ * Batch arrays (HANDLERS_WATCH_BATCH events, ~1.8 KB) are held only while a watch has events in
+ * hand, so an idle watch costs none; a watch woken for one event mallocs one and frees it.
+ * No spare is kept per thread to save that pair: with one, and so no malloc/free pair at a
+ * new watch's first wake-up, glibc carved the long-lived allocations of new watches out of
+ * the holes their LISTs' reply blocks had left (malloc_trim then found ~4,000 holes instead
+ * of ~60 and left their edge pages resident), and memory per idle watch rose from 6.9 to
+ * 8.6-10.8 KB (5,000 watches on 100 1 KiB pods; bench/README, "Memory per idle watch").
+ */
+static struct ring_event *batch_take(void)
+{
+    return xmalloc(HANDLERS_WATCH_BATCH * sizeof(struct ring_event));
+}
+
+static void batch_give(struct ring_event *b)
+{
+    free(b);
+}
+
+static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
+{
+    size_t n = 0;
+    bool drained = false; /* the last batch taken was short: it emptied the history */
+
+    if (h->over) {
+        n = drain_over(h, buf, max);
+        if (h->over || n > 0) {
+            return (ssize_t)n;
+        }
+    }
+    if (h->ending) {
+        return HTTP_STREAM_END;
+    }
+    if (now >= h->deadline_ms) {
+        h->ending = true;
+        return HTTP_STREAM_END;
+    }
+    for (;;) {
+        if (h->initial) {
+            /* one O(log n) seek per call, then in key order within the namespace */
+            struct store_iter it;
+            const struct blob *b;
+            int64_t oldest;
+
+            /* the live events wait meanwhile: one that waited too long ends the watch here,
+             * as kube-apiserver ends a watcher whose input fills during its initial events */
+            if (h->opts->watch_max_lag_ms > 0 &&
+                resource_watch_oldest_ms(h->ar->res, &h->w, &oldest) &&
+                watch_lagging(h, oldest, now)) {
+                return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+            }
+            b = scope_start(&h->sc, h->initial, h->init_after, &it);
+            for (; b != NULL && scope_in_ns(&h->sc, b); b = snapshot_next(&it)) {
+                if (scope_match(&h->sc, b) &&
+                    emit_object(h, buf, max, &n, "ADDED", b, NULL) == EMIT_FULL) {
+                    return (ssize_t)n;
+                }
+                h->init_after = b->key;
+                if (h->over) {
+                    return (ssize_t)n;
+                }
+            }
+            snapshot_unref(h->initial);
+            h->initial = NULL;
+            h->live_ms = now;
+        }
+        if (h->end_bookmark) {
+            if (emit_bookmark(h, buf, max, &n, h->init_rv, true) == EMIT_FULL) {
+                return (ssize_t)n;
+            }
+            h->end_bookmark = false;
+            if (h->init_rv > h->last_rv) {
+                h->last_rv = h->init_rv;
+            }
+            if (h->over) {
+                return (ssize_t)n;
+            }
+        }
+        while (h->pend_i < h->pend_n) {
+            if (watch_lagging(h, h->pend[h->pend_i].t_ms, now)) {
+                return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+            }
+            if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {
+                return (ssize_t)n;
+            }
+            h->pend_i++;
+            if (h->over) {
+                return (ssize_t)n;
+            }
+        }
+        h->pend_i = h->pend_n = 0;
+        uint64_t bm_rv = 0;
+        /* a bookmark waits until the events appended before it were taken: its rv is read
+         * under the lock that says nothing is pending, so it never overtakes an event */
+        if (h->next_bm_ms && now >= h->next_bm_ms &&
+            resource_watch_idle_rv(h->ar->res, &h->w, &bm_rv)) {
+            if (bm_rv > h->last_rv && bm_rv > h->watermark) {
+                if (emit_bookmark(h, buf, max, &n, bm_rv, false) == EMIT_FULL) {
+                    return (ssize_t)n;
+                }
+                h->last_rv = bm_rv;
+            }
+            schedule_bookmark(h, now);
+            if (h->over) {
+                return (ssize_t)n;
+            }
+        }
+        /* with bytes in hand this call will not suspend: take without arming the suspended
+         * flag, or a writer could resume (wake) a connection that is not suspended. The
+         * events are lent until the next take or the detach (no reference per blob). */
+        if (n > 0 && drained) {
+            return (ssize_t)n; /* rather than lock again to find nothing: the next call looks */
+        }
+        if (!h->pend) {
+            h->pend = batch_take();
+        }
+        ssize_t got = n > 0 ? resource_watch_take(h->ar->res, &h->w, h->pend, HANDLERS_WATCH_BATCH)
+                            : resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_WATCH_BATCH);
+        if (got > 0) {
+            h->pend_n = (size_t)got;
+            drained = got < HANDLERS_WATCH_BATCH; /* HANDLERS_WATCH_BATCH <= RING_SEG */
+            continue;
+        }
+        if (got == 0 && n > 0) {
+            return (ssize_t)n; /* MHD calls again once this is sent; we suspend then */
+        }
+        batch_give(h->pend); /* an idle watch holds no batch array */
+        h->pend = NULL;
+        if (got < 0) {
+            h->ending = true;
+            return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+        }
+        http_stream_suspend(h->req);
+        watch_quiet(h, now);
+        return 0;
+    }
+}
+
+static ssize_t watch_read(void *ctx, char *buf, size_t max)
+{
+    struct hreq *h = ctx;
+    int64_t now = clock_mono_ms();
+    ssize_t got;
+
+    if (buf != h->wbuf) { /* a new buffer (the first call): assume every page was touched */
+        h->wbuf = buf;
+        h->wbuf_dirty = max;
+        h->last_data_ms = now;
+    }
+    got = watch_fill(h, buf, max, now);
+    if (h->frames > 0) { /* one shared-counter update per call, not per frame */
+        atomic_fetch_add(&h->ar->ctr.frames, h->frames);
+        h->frames = 0;
+    }
+    if (got > 0) {
+        h->last_data_ms = now;
+        if ((size_t)got > h->wbuf_dirty) {
+            h->wbuf_dirty = (size_t)got;
+        }
+    }
+    return got;
+}
+
+/* A watch answered 200 whose stream is a single ERROR event (410 too old, 504 too large). */
+static ssize_t error_stream_read(void *ctx, char *buf, size_t max)
+{
+    struct hreq *h = ctx;
+
+    if (h->frames > 0) {
+        atomic_fetch_add(&h->ar->ctr.frames, h->frames);
+        h->frames = 0;
+    }
+    if (h->over) {
+        return (ssize_t)drain_over(h, buf, max);
+    }
+    return HTTP_STREAM_END;
+}
+
+static void reply_watch_error(struct hreq *h, const struct kstatus *st)
+{
+    char tmp[16];
+    size_t n = 0;
+
+    /* stage the whole frame in the overflow buffer (max 0 forces staging) */
+    (void)emit_status(h, tmp, 0, &n, st);
+    h->phase = PH_DONE;
+    h->ending = true;
+    http_reply_stream(h->req, 200, "application/json", error_stream_read, h);
+}
+
+static void start_stream(struct hreq *h)
+{
+    int64_t now = clock_mono_ms();
+
+    h->phase = PH_STREAM;
+    h->live_ms = now;
+    h->counted_open = true;
+    atomic_fetch_add(&h->ar->ctr.watches_open, 1);
+    schedule_bookmark(h, now);
+    http_req_set_stall_timeout(h->req, (unsigned)handlers_opt_or(h->opts->watch_stall_s, 10));
+    http_req_set_send_buffer(h->req, HANDLERS_WATCH_SNDBUF);
+    http_reply_stream(h->req, 200, "application/json", watch_read, h);
+}
+
+void handlers_watch_serve(struct hreq *h, const struct k8s_list_opts *lo)
+{
+    const struct handlers_opts *o = h->opts;
+    struct resource *res = h->ar->res;
+    bool rv_unset = !lo->has_rv || lo->rv_str[0] == '\0';
+    bool rv_zero = !rv_unset && lo->rv == 0;
+    int64_t now = clock_mono_ms();
+    uint64_t boundary = 0, rv = 0;
+    int rc;
+
+    if (h->phase == PH_NEW) {
+        int64_t t = lo->timeout_seconds;
+        if (t < 0) {
+            t = 0; /* get.go: context.WithTimeout with a negative timeout: ends at once */
+        } else if (t == 0) {
+            int64_t min = handlers_opt_or(o->min_request_timeout_s, HANDLERS_MIN_TIMEOUT_DEFAULT_S);
+            t = min + (int64_t)((uint64_t)rand() % (uint64_t)min);
+        }
+        h->deadline_ms = now + t * 1000;
+        h->bookmarks = lo->allow_bookmarks;
+    }
+    if (!resource_is_ready(res, NULL)) {
+        h->phase = PH_DONE;
+        handlers_reply_not_ready(h);
+        return;
+    }
+    if (handlers_reply_bad_table_options(h)) {
+        return; /* serveWatchHandler's optionsForTransform, before the first event */
+    }
+    if (lo->send_initial_events == 1 && !rv_unset && !rv_zero && lo->rv > resource_rv(res)) {
+        if (h->phase != PH_WAIT_FRESH) {
+            handlers_start_fresh_wait(
+                h, lo->rv, handlers_opt_or(o->too_large_wait_ms, HANDLERS_TOO_LARGE_DEFAULT_MS));
+        }
+        rc = handlers_wait_fresh(h);
+        if (rc == 0) {
+            return;
+        }
+        if (rc < 0) {
+            struct kstatus st;
+            kstatus_too_large_rv(&st, lo->rv, resource_rv(res));
+            atomic_fetch_add(&h->ar->ctr.too_large, 1);
+            atomic_fetch_add(&h->ar->ctr.watches, 1);
+            reply_watch_error(h, &st);
+            return;
+        }
+    }
+    memset(&h->w, 0, sizeof(h->w));
+    h->w.wake = handlers_wake;
+    h->w.wake_ctx = h;
+    h->w.kind = WATCHER_STREAM;
+    h->w.ns = h->sc.ns[0] ? h->sc.ns : NULL;
+    /* pods watches with fieldSelector spec.nodeName=X wait in the X dispatch bucket, so an
+     * event visits only its node's watchers (SEMANTICS 3.6) */
+    for (size_t i = 0; i < selector_count(h->sc.fsel); i++) {
+        if (!selector_negated(h->sc.fsel, i) &&
+            strcmp(selector_field(h->sc.fsel, i), "spec.nodeName") == 0) {
+            h->w.trigger = selector_value(h->sc.fsel, i);
+        }
+    }
+    atomic_fetch_add(&h->ar->ctr.watches, 1);
+
+    if (lo->send_initial_events == 1 || (lo->send_initial_events == -1 && (rv_unset || rv_zero))) {
+        rc = resource_watch_now(res, &h->w, &h->initial, &rv);
+        if (rc != 0) {
+            h->phase = PH_DONE;
+            handlers_reply_not_ready(h);
+            return;
+        }
+        h->init_rv = rv;
+        h->watermark = rv;
+        h->last_rv = 0;
+        h->end_bookmark = lo->send_initial_events == 1 && lo->allow_bookmarks;
+        start_stream(h);
+        return;
+    }
+    if (rv_unset || rv_zero) { /* sendInitialEvents=false: from now, no initial state */
+        rc = resource_watch_now(res, &h->w, NULL, &rv);
+        if (rc != 0) {
+            h->phase = PH_DONE;
+            handlers_reply_not_ready(h);
+            return;
+        }
+        h->watermark = rv;
+        h->last_rv = rv;
+        start_stream(h);
+        return;
+    }
+    rc = resource_watch_from(res, &h->w, lo->rv, &boundary);
+    if (rc == -ESTALE) {
+        struct kstatus st;
+        kstatus_too_old(&st, lo->rv, boundary);
+        atomic_fetch_add(&h->ar->ctr.too_old, 1);
+        reply_watch_error(h, &st);
+        return;
+    }
+    if (rc != 0) {
+        h->phase = PH_DONE;
+        handlers_reply_not_ready(h);
+        return;
+    }
+    h->watermark = lo->rv;
+    h->last_rv = lo->rv;
+    start_stream(h);
+}
+
+void handlers_watch_fini(struct hreq *h)
+{
+    if (h->counted_open) {
+        atomic_fetch_sub(&h->ar->ctr.watches_open, 1);
+    }
+    if (h->frames > 0) {
+        atomic_fetch_add(&h->ar->ctr.frames, h->frames);
+    }
+    free(h->pend); /* its events were lent: the detach before this gave them back */
+    h->pend = NULL;
+    snapshot_unref(h->initial);
+    h->initial = NULL;
+    free(h->over);
+    h->over = NULL;
+}
+
+/* ---- bare watches: bench and tests ------------------------------------------------------- */
+
+static const struct handlers_opts bare_opts; /* all defaults; the frame writer reads none */
+
+static void bare_wake(void *ctx)
+{
+    (void)ctx; /* nothing to resume: the caller drives the watch */
+}
+
+struct hreq *handlers_watch_bare_new(struct apires *ar, const char *label_selector, char *err,
+                                     size_t err_len)
+{
+    struct hreq *h = handlers_hreq_new(NULL, ar, &bare_opts, "", "");
+
+    if (label_selector) {
+        h->sc.lsel = selector_parse_labels(label_selector, err, err_len);
+        if (!h->sc.lsel) {
+            handlers_hreq_free(h);
+            return NULL;
+        }
+    }
+    h->w.wake = bare_wake;
+    h->w.kind = WATCHER_STREAM;
+    return h;
+}
+
+struct watcher *handlers_watch_bare_watcher(struct hreq *h)
+{
+    return &h->w;
+}
+
+int handlers_watch_bare_emit(struct hreq *h, char *buf, size_t max, size_t *n,
+                             const struct ring_event *ev)
+{
+    return emit_event(h, buf, max, n, ev) == EMIT_OK ? 0 : -ENOSPC;
+}
+
+uint64_t handlers_watch_bare_frames(struct hreq *h)
+{
+    uint64_t f = h->frames;
+
+    h->frames = 0;
+    return f;
+}
+
+bool handlers_watch_bare_overflowed(const struct hreq *h)
+{
+    return h->over != NULL;
+}
+
+void handlers_watch_bare_free(struct hreq *h)
+{
+    handlers_hreq_free(h);
+}
