@@ -262,10 +262,10 @@ out:
     return rc;
 }
 
-/* 0 when <path> can be opened for reading, else -errno. */
+/* 0 when <path> can be opened for reading, else -errno (O_NONBLOCK: a FIFO does not hang). */
 static int check_readable(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     int e;
 
     if (fd == -1) {
