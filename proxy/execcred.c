@@ -829,7 +829,18 @@ int execcred_get(struct execcred *ec, struct execcred_cred *out, char *err, size
             return 0;
         }
         if (ec->running) {
-            pthread_cond_wait(&ec->done, &ec->mu);
+            uint64_t seen = ec->runs;
+
+            while (ec->running) {
+                pthread_cond_wait(&ec->done, &ec->mu);
+            }
+            /* that run's credential is the answer even if it is already expired: a waiter
+             * never starts a second run for the same need */
+            if (ec->runs != seen && ec->last_rc == 0 && ec->have && !ec->stale) {
+                cred_copy(out, &ec->cur);
+                pthread_mutex_unlock(&ec->mu);
+                return 0;
+            }
             continue;
         }
         if (ec->last_rc != 0 && clock_mono_ms() < ec->retry_at_ms) {

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,10 +435,15 @@ static int yaml_prescan(struct yfile *y)
             nodes++;
         }
         if (depth > KUBECONFIG_MAX_DEPTH || nodes > KUBECONFIG_MAX_NODES) {
-            snprintf(y->err, y->err_len, "%s:%lu: YAML %s", y->origin,
-                    (unsigned long)ev.start_mark.line + 1,
-                    depth > KUBECONFIG_MAX_DEPTH ? "nested more than 64 levels deep"
-                                                 : "has more than 500000 nodes");
+            unsigned long line = (unsigned long)ev.start_mark.line + 1;
+
+            if (depth > KUBECONFIG_MAX_DEPTH) {
+                snprintf(y->err, y->err_len, "%s:%lu: YAML nested more than %d levels deep",
+                         y->origin, line, KUBECONFIG_MAX_DEPTH);
+            } else {
+                snprintf(y->err, y->err_len, "%s:%lu: YAML has more than %d nodes", y->origin,
+                         line, KUBECONFIG_MAX_NODES);
+            }
             yaml_event_delete(&ev);
             rc = -EFBIG;
             break;

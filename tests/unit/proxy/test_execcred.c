@@ -457,6 +457,19 @@ Test(execcred, concurrent_callers_share_one_run)
     kubeconfig_target_free(t);
 }
 
+Test(execcred, concurrent_callers_share_one_run_even_of_an_expired_token)
+{
+    struct kubeconfig_target *t = target(
+        "./token.sh", NULL, "{name: KWP_SLEEP, value: '0.5'}, {name: KWP_TTL, value: '-60'}",
+        NULL, NULL);
+    struct execcred *ec = cache(t, NULL);
+
+    concurrent_gets(ec, 8, 1);
+    cr_assert_eq(count_runs("runs"), 1);
+    execcred_free(ec);
+    kubeconfig_target_free(t);
+}
+
 Test(execcred, many_401s_for_one_credential_cause_one_rerun)
 {
     struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.2'}",

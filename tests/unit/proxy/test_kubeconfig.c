@@ -723,6 +723,15 @@ Test(kubeconfig, oversize_input)
     memset(buf, '[', 100);
     cr_assert_eq(kubeconfig_add_buffer(kc, buf, 100, "mem", err, sizeof(err)), -EFBIG);
     cr_assert(strstr(err, "nested more than 64 levels deep") != NULL, "%s", err);
+
+    /* nodes: a flat list of 600000 scalars */
+    buf[0] = '[';
+    for (size_t i = 0; i < 600000; i++) {
+        memcpy(buf + 1 + 2 * i, "a,", 2);
+    }
+    buf[1 + 2 * 600000 - 1] = ']';
+    cr_assert_eq(kubeconfig_add_buffer(kc, buf, 2 * 600000, "mem", err, sizeof(err)), -EFBIG);
+    cr_assert(strstr(err, "mem:1: YAML has more than 500000 nodes") != NULL, "%s", err);
     cr_assert(kubeconfig_is_empty(kc));
     free(buf);
     kubeconfig_free(kc);
