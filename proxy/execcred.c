@@ -47,25 +47,25 @@ struct execcred {
     /* immutable after execcred_new */
     char *api_version;
     char *command;
-    char **argv;   /* command, args..., NULL */
+    char **argv;      /* command, args..., NULL */
     char **extra_env; /* "NAME=value" for each kubeconfig env entry, then KUBERNETES_EXEC_INFO */
     size_t extra_env_len;
     char *install_hint; /* or NULL */
     struct execcred_opts o;
 
     pthread_mutex_t mu;
-    pthread_cond_t done;       /* broadcast when a run ends */
-    bool running;              /* under mu: a runner is between unlock and publish */
-    struct execcred_cred cur;  /* under mu: valid when have */
-    bool have;                 /* under mu */
-    bool stale;                /* under mu: cur was invalidated after a 401 */
-    int64_t obtained_ms;       /* under mu: wall clock when cur arrived */
-    uint64_t generation;       /* under mu: of cur; counts successful runs */
-    uint64_t runs;             /* under mu */
-    int last_rc;               /* under mu: 0, or the last run's error */
+    pthread_cond_t done;             /* broadcast when a run ends */
+    bool running;                    /* under mu: a runner is between unlock and publish */
+    struct execcred_cred cur;        /* under mu: valid when have */
+    bool have;                       /* under mu */
+    bool stale;                      /* under mu: cur was invalidated after a 401 */
+    int64_t obtained_ms;             /* under mu: wall clock when cur arrived */
+    uint64_t generation;             /* under mu: of cur; counts successful runs */
+    uint64_t runs;                   /* under mu */
+    int last_rc;                     /* under mu: 0, or the last run's error */
     char last_err[EXECCRED_ERR_MAX]; /* under mu */
-    int64_t retry_at_ms;       /* under mu: monotonic; no run before it after a failure */
-    int64_t backoff_ms;        /* under mu: the next failure's wait */
+    int64_t retry_at_ms;             /* under mu: monotonic; no run before it after a failure */
+    int64_t backoff_ms;              /* under mu: the next failure's wait */
 };
 
 static char *dup_or_null(const char *s)
@@ -155,8 +155,8 @@ static bool parse_rfc3339(const char *s, int64_t *out_ms)
     } else {
         return false;
     }
-    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 ||
-        d > mdays[mo - 1] + (mo == 2 && is_leap(y)) || h > 23 || mi > 59 || sec > 59) {
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && is_leap(y)) ||
+        h > 23 || mi > 59 || sec > 59) {
         return false;
     }
     /* days from 1970-01-01 to y-mo-d (proleptic Gregorian; Howard Hinnant's algorithm) */
@@ -169,8 +169,8 @@ static bool parse_rfc3339(const char *s, int64_t *out_ms)
 
         days = (int64_t)era * 146097 + doe - 719468;
     }
-    *out_ms = ((days * 86400 + h * 3600 + mi * 60 + sec) - sign * (oh * 3600 + om * 60)) * 1000 +
-              frac_ms;
+    *out_ms =
+        ((days * 86400 + h * 3600 + mi * 60 + sec) - sign * (oh * 3600 + om * 60)) * 1000 + frac_ms;
     return true;
 }
 
@@ -207,8 +207,8 @@ static bool key_pair_ok(const char *cert_pem, const char *key_pem)
     return ok;
 }
 
-int execcred_parse(const char *buf, size_t len, const char *api_version,
-                   struct execcred_cred *out, char *err, size_t err_len)
+int execcred_parse(const char *buf, size_t len, const char *api_version, struct execcred_cred *out,
+                   char *err, size_t err_len)
 {
     cJSON *root = cJSON_ParseWithLength(buf, len);
     const cJSON *status;
@@ -232,13 +232,14 @@ int execcred_parse(const char *buf, size_t len, const char *api_version,
     }
     if (!version || strcmp(version, api_version) != 0) {
         snprintf(err, err_len,
-                "exec plugin is configured to use API version %s, plugin returned version %.100s",
-                api_version, version ? version : "(none)");
+                 "exec plugin is configured to use API version %s, plugin returned version %.100s",
+                 api_version, version ? version : "(none)");
         goto out;
     }
     if (!kind || strcmp(kind, "ExecCredential") != 0) {
-        snprintf(err, err_len, "exec plugin: decoding stdout: kind is \"%.100s\", not ExecCredential",
-                kind ? kind : "");
+        snprintf(err, err_len,
+                 "exec plugin: decoding stdout: kind is \"%.100s\", not ExecCredential",
+                 kind ? kind : "");
         goto out;
     }
     status = cJSON_GetObjectItemCaseSensitive(root, "status");
@@ -263,13 +264,14 @@ int execcred_parse(const char *buf, size_t len, const char *api_version,
     }
     if (cert && !key_pair_ok(cert, key)) {
         snprintf(err, err_len,
-                "exec plugin: failed parsing client key/certificate: not a PEM certificate and "
-                "its private key");
+                 "exec plugin: failed parsing client key/certificate: not a PEM certificate and "
+                 "its private key");
         goto out;
     }
     if (exp && !parse_rfc3339(exp, &expiry)) {
         snprintf(err, err_len,
-                "exec plugin: decoding stdout: expirationTimestamp \"%.64s\" is not RFC 3339", exp);
+                 "exec plugin: decoding stdout: expirationTimestamp \"%.64s\" is not RFC 3339",
+                 exp);
         goto out;
     }
     if (exp && expiry == 0) {
@@ -372,7 +374,7 @@ static int exec_info(const struct kubeconfig_target *t, char **out, char *err, s
             rc = read_small_file(t->ca_file, EXECCRED_MAX_CA_BYTES, &pem, &ca_len);
             if (rc != 0) {
                 snprintf(err, err_len, "exec plugin: cannot read certificate-authority %s: %s",
-                        t->ca_file, strerror(-rc));
+                         t->ca_file, strerror(-rc));
                 goto out;
             }
             ca = ca_len > 0 ? b64_encode(pem, ca_len) : NULL;
@@ -387,9 +389,9 @@ static int exec_info(const struct kubeconfig_target *t, char **out, char *err, s
         if (t->disable_compression) {
             cJSON_AddTrueToObject(cl, "disable-compression");
         }
-        cJSON_AddItemToObject(cl, "config", t->exec_cluster_config
-                                                ? cJSON_CreateRaw(t->exec_cluster_config)
-                                                : cJSON_CreateNull());
+        cJSON_AddItemToObject(cl, "config",
+                              t->exec_cluster_config ? cJSON_CreateRaw(t->exec_cluster_config)
+                                                     : cJSON_CreateNull());
     }
     cJSON_AddFalseToObject(spec, "interactive");
     *out = cJSON_PrintUnformatted(root);
@@ -428,15 +430,15 @@ struct execcred *execcred_new(const struct kubeconfig_target *t, const struct ex
     }
     if (x->interactive == KUBECONFIG_INTERACTIVE_ALWAYS) {
         snprintf(err, err_len,
-                "exec plugin %s: interactiveMode Always needs a terminal, and kwp never has one "
-                "(use Never or IfAvailable)",
-                x->command);
+                 "exec plugin %s: interactiveMode Always needs a terminal, and kwp never has one "
+                 "(use Never or IfAvailable)",
+                 x->command);
         return NULL;
     }
-    if (!x->api_version ||
-        (strcmp(x->api_version, EXECCRED_V1) != 0 && strcmp(x->api_version, EXECCRED_V1BETA1) != 0)) {
+    if (!x->api_version || (strcmp(x->api_version, EXECCRED_V1) != 0 &&
+                            strcmp(x->api_version, EXECCRED_V1BETA1) != 0)) {
         snprintf(err, err_len, "exec plugin: invalid apiVersion \"%s\"",
-                x->api_version ? x->api_version : "");
+                 x->api_version ? x->api_version : "");
         return NULL;
     }
     if (exec_info(t, &info, err, err_len) != 0) {
@@ -603,7 +605,6 @@ static int run_plugin(const struct execcred *ec, struct capture *out, struct cap
     int64_t deadline = clock_mono_ms() + ec->o.timeout_ms;
     bool out_open = true;
     bool err_open = true;
-    bool exited = false;
     int rc;
 
     if (pipe2(out_pipe, O_CLOEXEC) == -1 || pipe2(err_pipe, O_CLOEXEC) == -1) {
@@ -627,9 +628,8 @@ static int run_plugin(const struct execcred *ec, struct capture *out, struct cap
                                         POSIX_SPAWN_SETPGROUP);
     envp = child_env(ec);
     /* a bare name is looked up in our PATH (Go's exec.LookPath), never through a shell */
-    rc = strchr(ec->command, '/')
-             ? posix_spawn(&pid, ec->command, &fa, &attr, ec->argv, envp)
-             : posix_spawnp(&pid, ec->command, &fa, &attr, ec->argv, envp);
+    rc = strchr(ec->command, '/') ? posix_spawn(&pid, ec->command, &fa, &attr, ec->argv, envp)
+                                  : posix_spawnp(&pid, ec->command, &fa, &attr, ec->argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(out_pipe[1]);
@@ -640,7 +640,8 @@ static int run_plugin(const struct execcred *ec, struct capture *out, struct cap
         pid = -1;
         goto out;
     }
-    while (out_open || err_open || !exited) {
+    /* until both pipes are at EOF and the child is reaped (the break below) */
+    for (;;) {
         struct pollfd pfd[2];
         nfds_t nfds = 0;
         int64_t left = deadline - clock_mono_ms();
@@ -655,7 +656,6 @@ static int run_plugin(const struct execcred *ec, struct capture *out, struct cap
             pid_t r = reap(pid, status, WNOHANG);
 
             if (r == pid) {
-                exited = true;
                 pid = -1;
                 break;
             }
@@ -715,8 +715,8 @@ out:
 /* The plugin's stderr as one line for a message: trailing space cut, controls as spaces. */
 static void one_line(char *s, size_t len)
 {
-    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
-                       s[len - 1] == '\t')) {
+    while (len > 0 &&
+           (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' || s[len - 1] == '\t')) {
         len--;
     }
     s[len] = '\0';
@@ -742,24 +742,23 @@ static int run_once(const struct execcred *ec, struct execcred_cred *cred, char 
     one_line(errc.p, errc.len);
     if (rc == -ENOENT) {
         snprintf(err, err_len, "exec: executable %s not found%s%s", ec->command,
-                ec->install_hint ? ": " : "", hint);
+                 ec->install_hint ? ": " : "", hint);
         rc = -ENOENT;
     } else if (rc == -ETIMEDOUT) {
         snprintf(err, err_len, "exec: executable %s timed out after %lld ms and was killed%s%s",
-                ec->command, (long long)ec->o.timeout_ms, errc.p[0] ? "; stderr: " : "",
-                errc.p);
+                 ec->command, (long long)ec->o.timeout_ms, errc.p[0] ? "; stderr: " : "", errc.p);
     } else if (rc == -EFBIG) {
         snprintf(err, err_len, "exec: executable %s wrote more than %zu bytes to stdout",
-                ec->command, ec->o.max_stdout);
+                 ec->command, ec->o.max_stdout);
     } else if (rc != 0) {
         snprintf(err, err_len, "exec: running %s: %s", ec->command, strerror(-rc));
     } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         snprintf(err, err_len, "exec: executable %s failed with exit code %d%s%s%s%s", ec->command,
-                WEXITSTATUS(status), errc.p[0] ? "; stderr: " : "", errc.p, sep, hint);
+                 WEXITSTATUS(status), errc.p[0] ? "; stderr: " : "", errc.p, sep, hint);
         rc = -EIO;
     } else if (WIFSIGNALED(status)) {
         snprintf(err, err_len, "exec: executable %s was killed by signal %d%s%s", ec->command,
-                WTERMSIG(status), errc.p[0] ? "; stderr: " : "", errc.p);
+                 WTERMSIG(status), errc.p[0] ? "; stderr: " : "", errc.p);
         rc = -EIO;
     } else {
         rc = execcred_parse(out.p, out.len, ec->api_version, cred, err, err_len);
@@ -850,7 +849,7 @@ int execcred_get(struct execcred *ec, struct execcred_cred *out, char *err, size
             } else {
                 rc = ec->last_rc;
                 snprintf(err, err_len, "%s (next try in %lld ms)", ec->last_err,
-                        (long long)(ec->retry_at_ms - clock_mono_ms()));
+                         (long long)(ec->retry_at_ms - clock_mono_ms()));
             }
             pthread_mutex_unlock(&ec->mu);
             return rc;
@@ -887,8 +886,8 @@ int execcred_get(struct execcred *ec, struct execcred_cred *out, char *err, size
         snprintf(ec->last_err, sizeof(ec->last_err), "%s", run_err);
         wait_ms = ec->backoff_ms;
         ec->retry_at_ms = clock_mono_ms() + wait_ms;
-        ec->backoff_ms = ec->backoff_ms * 2 < ec->o.backoff_max_ms ? ec->backoff_ms * 2
-                                                                     : ec->o.backoff_max_ms;
+        ec->backoff_ms =
+            ec->backoff_ms * 2 < ec->o.backoff_max_ms ? ec->backoff_ms * 2 : ec->o.backoff_max_ms;
         if (cur_valid(ec, clock_wall_ms())) {
             cred_copy(out, &ec->cur); /* the refresh failed early: the old one still works */
             rc = 0;
@@ -901,8 +900,9 @@ int execcred_get(struct execcred *ec, struct execcred_cred *out, char *err, size
         char q[EXECCRED_ERR_MAX + 64];
 
         log_quote(run_err, q, sizeof(q));
-        log_warn("execcred", "command=%s runs=%llu backoff_ms=%lld err=\"%s\" "
-                             "msg=\"exec credential plugin failed\"",
+        log_warn("execcred",
+                 "command=%s runs=%llu backoff_ms=%lld err=\"%s\" "
+                 "msg=\"exec credential plugin failed\"",
                  ec->command, (unsigned long long)runs, (long long)wait_ms, q);
         if (rc != 0) {
             snprintf(err, err_len, "%s", run_err);

@@ -42,8 +42,8 @@ struct execcred_opts {
 
 /* One credential, owned by whoever holds the struct (execcred_cred_fini frees the strings). */
 struct execcred_cred {
-    char *token;         /* bearer token, or NULL */
-    char *cert_pem;      /* client certificate chain (PEM) and its key, or both NULL */
+    char *token;    /* bearer token, or NULL */
+    char *cert_pem; /* client certificate chain (PEM) and its key, or both NULL */
     char *key_pem;
     int64_t expiry_ms;   /* expirationTimestamp, wall clock ms since the epoch; 0: none */
     uint64_t generation; /* which successful run produced it: 1, 2, ... (for invalidate) */
@@ -95,7 +95,7 @@ void execcred_cred_fini(struct execcred_cred *c);
  * clientKeyData, which must parse as PEM and match; expirationTimestamp RFC 3339 or absent).
  * Returns 0 and fills <out> (generation 0), or -EPROTO with a message in <err>.
  */
-int execcred_parse(const char *buf, size_t len, const char *api_version,
-                   struct execcred_cred *out, char *err, size_t err_len);
+int execcred_parse(const char *buf, size_t len, const char *api_version, struct execcred_cred *out,
+                   char *err, size_t err_len);
 
 #endif

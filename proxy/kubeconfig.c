@@ -29,7 +29,8 @@
 #define KC_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KC_EXEC_V1 "client.authentication.k8s.io/v1"
 #define KC_EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
-#define KC_MAX_VISITS (4 * (size_t)KUBECONFIG_MAX_NODES) /* node visits per file, aliases included */
+#define KC_MAX_VISITS                                                                              \
+    (4 * (size_t)KUBECONFIG_MAX_NODES) /* node visits per file, aliases included */
 
 /* ---- entries ------------------------------------------------------------------------------ */
 
@@ -62,7 +63,7 @@ struct kc_user {
     size_t key_data_len;
     char *username;
     char *password;
-    char *auth_provider; /* its name ("" unnamed), or NULL when absent */
+    char *auth_provider;       /* its name ("" unnamed), or NULL when absent */
     const char *impersonation; /* the first impersonation key set, or NULL */
     bool has_exec;
     struct kubeconfig_exec exec; /* command resolved; interactive from interactive_mode */
@@ -396,11 +397,11 @@ static int parser_error(struct yfile *y, const yaml_parser_t *p)
     }
     if (p->context) {
         snprintf(y->err, y->err_len, "%s:%lu:%lu: invalid YAML: %s (%s at line %lu)", y->origin,
-                line, col, p->problem ? p->problem : "error", p->context,
-                (unsigned long)p->context_mark.line + 1);
+                 line, col, p->problem ? p->problem : "error", p->context,
+                 (unsigned long)p->context_mark.line + 1);
     } else {
         snprintf(y->err, y->err_len, "%s:%lu:%lu: invalid YAML: %s", y->origin, line, col,
-                p->problem ? p->problem : "error");
+                 p->problem ? p->problem : "error");
     }
     return -EINVAL;
 }
@@ -441,8 +442,8 @@ static int yaml_prescan(struct yfile *y)
                 snprintf(y->err, y->err_len, "%s:%lu: YAML nested more than %d levels deep",
                          y->origin, line, KUBECONFIG_MAX_DEPTH);
             } else {
-                snprintf(y->err, y->err_len, "%s:%lu: YAML has more than %d nodes", y->origin,
-                         line, KUBECONFIG_MAX_NODES);
+                snprintf(y->err, y->err_len, "%s:%lu: YAML has more than %d nodes", y->origin, line,
+                         KUBECONFIG_MAX_NODES);
             }
             yaml_event_delete(&ev);
             rc = -EFBIG;
@@ -489,8 +490,8 @@ static bool yis_null(const yaml_node_t *n)
     }
     v = (const char *)n->data.scalar.value;
     len = n->data.scalar.length;
-    return len == 0 || (len == 1 && v[0] == '~') || scalar_is(n, "null") ||
-           scalar_is(n, "Null") || scalar_is(n, "NULL");
+    return len == 0 || (len == 1 && v[0] == '~') || scalar_is(n, "null") || scalar_is(n, "Null") ||
+           scalar_is(n, "NULL");
 }
 
 /* Counts <n> node visits against KC_MAX_VISITS. */
@@ -573,8 +574,8 @@ static int ybool(struct yfile *y, const yaml_node_t *n, const char *what, bool *
  * NULL when key i is absent. Unknown keys are ignored, as client-go does; a known key twice
  * is an error.
  */
-static int yfields(struct yfile *y, const yaml_node_t *n, const char *what,
-                   const char *const *keys, size_t keys_len, const yaml_node_t **vals)
+static int yfields(struct yfile *y, const yaml_node_t *n, const char *what, const char *const *keys,
+                   size_t keys_len, const yaml_node_t **vals)
 {
     int rc;
 
@@ -876,7 +877,7 @@ static int read_exec_extension(struct yfile *y, const yaml_node_t *n, struct kc_
         char *name = NULL;
 
         rc = ynamed(y, ynode(y, items[i]), "extensions[]", "extension", &name, &body);
-        if (rc == 0 && strcmp(name, KUBECONFIG_EXEC_EXTENSION) == 0) {
+        if (rc == 0 && name && strcmp(name, KUBECONFIG_EXEC_EXTENSION) == 0) {
             rc = exec_extension_json(y, ynode(y, items[i]), body, c);
         }
         free(name);
@@ -929,9 +930,9 @@ static int read_cluster(struct yfile *y, const yaml_node_t *n, struct kc_cluster
 
 static int read_exec(struct yfile *y, const yaml_node_t *n, struct kc_user *u)
 {
-    static const char *const keys[] = {"apiVersion",  "command",            "args",
-                                       "env",         "installHint",        "provideClusterInfo",
-                                       "interactiveMode"};
+    static const char *const keys[] = {
+        "apiVersion",         "command",        "args", "env", "installHint",
+        "provideClusterInfo", "interactiveMode"};
     struct kubeconfig_exec *x = &u->exec;
     const yaml_node_t *v[7];
     const yaml_node_item_t *items;
@@ -986,8 +987,8 @@ static int read_exec(struct yfile *y, const yaml_node_t *n, struct kc_user *u)
                 rc = ystr(y, ev[1], "exec.env[].value", &e->value);
             }
             if (rc == 0 && (!e->name || strchr(e->name, '='))) {
-                rc = yerr(y, item, -EINVAL, "exec.env[]: %s", e->name ? "name contains '='"
-                                                                       : "name is empty");
+                rc = yerr(y, item, -EINVAL, "exec.env[]: %s",
+                          e->name ? "name contains '='" : "name is empty");
             }
             if (!e->value) {
                 e->value = xstrdup("");
@@ -1008,11 +1009,20 @@ static int read_exec(struct yfile *y, const yaml_node_t *n, struct kc_user *u)
 
 static int read_user(struct yfile *y, const yaml_node_t *n, struct kc_user *u)
 {
-    static const char *const keys[] = {
-        "client-certificate", "client-certificate-data", "client-key", "client-key-data",
-        "token",              "tokenFile",               "username",   "password",
-        "auth-provider",      "exec",                    "as",         "as-uid",
-        "as-groups",          "as-user-extra"};
+    static const char *const keys[] = {"client-certificate",
+                                       "client-certificate-data",
+                                       "client-key",
+                                       "client-key-data",
+                                       "token",
+                                       "tokenFile",
+                                       "username",
+                                       "password",
+                                       "auth-provider",
+                                       "exec",
+                                       "as",
+                                       "as-uid",
+                                       "as-groups",
+                                       "as-user-extra"};
     const yaml_node_t *v[14];
     char *s = NULL;
     int rc = yfields(y, n, "user", keys, 14, v);
@@ -1376,10 +1386,9 @@ int kubeconfig_add_file(struct kubeconfig *kc, const char *path, bool skip_missi
         len += (size_t)n;
     }
     close(fd);
-    fd = -1;
     if (len > KUBECONFIG_MAX_FILE_BYTES) {
         snprintf(err, err_len, "error loading config file \"%s\": larger than %zu bytes", path,
-                KUBECONFIG_MAX_FILE_BYTES);
+                 KUBECONFIG_MAX_FILE_BYTES);
         free(buf);
         return -EFBIG;
     }
@@ -1447,22 +1456,22 @@ static int check_cluster(const struct kc_cluster *c, char *err, size_t err_len)
     }
     if (c->ca_file && c->ca_data) {
         snprintf(err, err_len,
-                "certificate-authority-data and certificate-authority are both specified for "
-                "%s. certificate-authority-data will override.",
-                c->name);
+                 "certificate-authority-data and certificate-authority are both specified for "
+                 "%s. certificate-authority-data will override.",
+                 c->name);
         return -EINVAL;
     }
     if (c->insecure && (c->ca_file || c->ca_data)) {
         snprintf(err, err_len,
-                "cluster \"%s\": specifying a root certificates file with the insecure flag is "
-                "not allowed",
-                c->name);
+                 "cluster \"%s\": specifying a root certificates file with the insecure flag is "
+                 "not allowed",
+                 c->name);
         return -EINVAL;
     }
     rc = c->ca_file ? check_readable(c->ca_file) : 0;
     if (rc != 0) {
         snprintf(err, err_len, "unable to read certificate-authority %s for %s due to %s",
-                c->ca_file, c->name, strerror(-rc));
+                 c->ca_file, c->name, strerror(-rc));
         return rc;
     }
     if (c->proxy_url) {
@@ -1473,9 +1482,9 @@ static int check_cluster(const struct kc_cluster *c, char *err, size_t err_len)
                         (sl == 5 && strncmp(c->proxy_url, "https", 5) == 0) ||
                         (sl == 6 && strncmp(c->proxy_url, "socks5", 6) == 0))) {
             snprintf(err, err_len,
-                    "cluster \"%s\": proxy-url %s: unsupported scheme, must be http, https, or "
-                    "socks5",
-                    c->name, c->proxy_url);
+                     "cluster \"%s\": proxy-url %s: unsupported scheme, must be http, https, or "
+                     "socks5",
+                     c->name, c->proxy_url);
             return -EINVAL;
         }
     }
@@ -1490,18 +1499,18 @@ static int check_exec(const struct kc_user *u, enum kubeconfig_interactive *mode
 
     if (!x->command) {
         snprintf(err, err_len, "command must be specified for %s to use exec authentication plugin",
-                u->name);
+                 u->name);
         return -EINVAL;
     }
     if (!x->api_version) {
         snprintf(err, err_len,
-                "apiVersion must be specified for %s to use exec authentication plugin", u->name);
+                 "apiVersion must be specified for %s to use exec authentication plugin", u->name);
         return -EINVAL;
     }
     if (strcmp(x->api_version, KC_EXEC_V1) != 0 && strcmp(x->api_version, KC_EXEC_V1BETA1) != 0) {
         snprintf(err, err_len,
-                "user \"%s\": exec plugin: invalid apiVersion \"%s\" (kwp speaks %s and %s)",
-                u->name, x->api_version, KC_EXEC_V1, KC_EXEC_V1BETA1);
+                 "user \"%s\": exec plugin: invalid apiVersion \"%s\" (kwp speaks %s and %s)",
+                 u->name, x->api_version, KC_EXEC_V1, KC_EXEC_V1BETA1);
         return -EINVAL;
     }
     if (!m && strcmp(x->api_version, KC_EXEC_V1BETA1) == 0) {
@@ -1509,8 +1518,8 @@ static int check_exec(const struct kc_user *u, enum kubeconfig_interactive *mode
     }
     if (!m) {
         snprintf(err, err_len,
-                "interactiveMode must be specified for %s to use exec authentication plugin",
-                u->name);
+                 "interactiveMode must be specified for %s to use exec authentication plugin",
+                 u->name);
         return -EINVAL;
     }
     if (strcmp(m, "Never") == 0) {
@@ -1533,51 +1542,51 @@ static int check_user(const struct kc_user *u, enum kubeconfig_interactive *mode
 
     if (u->auth_provider) {
         snprintf(err, err_len,
-                "user \"%s\" uses auth-provider \"%s\", which client-go removed in v1.26 and kwp "
-                "does not support: use an exec credential plugin (e.g. gke-gcloud-auth-plugin, "
-                "kubelogin) instead",
-                u->name, u->auth_provider);
+                 "user \"%s\" uses auth-provider \"%s\", which client-go removed in v1.26 and kwp "
+                 "does not support: use an exec credential plugin (e.g. gke-gcloud-auth-plugin, "
+                 "kubelogin) instead",
+                 u->name, u->auth_provider);
         return -EINVAL;
     }
     if (u->impersonation) {
         snprintf(err, err_len,
-                "user \"%s\": impersonation in the kubeconfig (%s) is not supported: kwp sets "
-                "Impersonate-* itself for its callers",
-                u->name, u->impersonation);
+                 "user \"%s\": impersonation in the kubeconfig (%s) is not supported: kwp sets "
+                 "Impersonate-* itself for its callers",
+                 u->name, u->impersonation);
         return -EINVAL;
     }
     if (u->cert_file || u->cert_data) {
         if (u->cert_file && u->cert_data) {
             snprintf(err, err_len,
-                    "client-cert-data and client-cert are both specified for %s. client-cert-data "
-                    "will override.",
-                    u->name);
+                     "client-cert-data and client-cert are both specified for %s. client-cert-data "
+                     "will override.",
+                     u->name);
             return -EINVAL;
         }
         if (u->key_file && u->key_data) {
             snprintf(err, err_len,
-                    "client-key-data and client-key are both specified for %s; client-key-data "
-                    "will override",
-                    u->name);
+                     "client-key-data and client-key are both specified for %s; client-key-data "
+                     "will override",
+                     u->name);
             return -EINVAL;
         }
         if (!u->key_file && !u->key_data) {
             snprintf(err, err_len,
-                    "client-key-data or client-key must be specified for %s to use the "
-                    "clientCert authentication method.",
-                    u->name);
+                     "client-key-data or client-key must be specified for %s to use the "
+                     "clientCert authentication method.",
+                     u->name);
             return -EINVAL;
         }
         rc = u->cert_file ? check_readable(u->cert_file) : 0;
         if (rc != 0) {
             snprintf(err, err_len, "unable to read client-cert %s for %s due to %s", u->cert_file,
-                    u->name, strerror(-rc));
+                     u->name, strerror(-rc));
             return rc;
         }
         rc = u->key_file ? check_readable(u->key_file) : 0;
         if (rc != 0) {
             snprintf(err, err_len, "unable to read client-key %s for %s due to %s", u->key_file,
-                    u->name, strerror(-rc));
+                     u->name, strerror(-rc));
             return rc;
         }
     } else if (u->key_file || u->key_data) {
@@ -1586,9 +1595,9 @@ static int check_user(const struct kc_user *u, enum kubeconfig_interactive *mode
     }
     if (u->token && (u->username || u->password)) {
         snprintf(err, err_len,
-                "more than one authentication method found for %s; found [token basicAuth], only "
-                "one is allowed",
-                u->name);
+                 "more than one authentication method found for %s; found [token basicAuth], only "
+                 "one is allowed",
+                 u->name);
         return -EINVAL;
     }
     return u->has_exec ? check_exec(u, mode, err, err_len) : 0;
@@ -1635,7 +1644,7 @@ static int server_url(const struct kc_cluster *c, const struct kc_user *u, char 
     }
     if (strncmp(c->server, "http://", 7) != 0 && strncmp(c->server, "https://", 8) != 0) {
         snprintf(err, err_len, "cluster \"%s\": server %s: the scheme must be http or https",
-                c->name, c->server);
+                 c->name, c->server);
         return -EINVAL;
     }
     *out = xstrdup(c->server);
@@ -1656,8 +1665,9 @@ int kubeconfig_resolve(const struct kubeconfig *kc, const char *context,
 
     *out = NULL;
     if (!name) {
-        snprintf(err, err_len, "no context chosen: the kubeconfig sets no current-context and no "
-                              "--context was given");
+        snprintf(err, err_len,
+                 "no context chosen: the kubeconfig sets no current-context and no "
+                 "--context was given");
         return -ENOENT;
     }
     ctx = KC_FIND(kc->contexts, kc->contexts_len, name);
@@ -1681,7 +1691,7 @@ int kubeconfig_resolve(const struct kubeconfig *kc, const char *context,
     c = KC_FIND(kc->clusters, kc->clusters_len, ctx->cluster);
     if (!c) {
         snprintf(err, err_len, "cluster \"%s\" was not found for context \"%s\"", ctx->cluster,
-                name);
+                 name);
         return -ENOENT;
     }
     rc = check_cluster(c, err, err_len);
@@ -1740,8 +1750,9 @@ int kubeconfig_incluster(const char *root, const char *host, const char *port,
     *out = NULL;
     root = root ? root : "";
     if (!host || !host[0] || !port || !port[0]) {
-        snprintf(err, err_len, "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
-                              "and KUBERNETES_SERVICE_PORT must be defined");
+        snprintf(err, err_len,
+                 "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
+                 "and KUBERNETES_SERVICE_PORT must be defined");
         return -ENOENT;
     }
     if (strlen(root) > 2048) {
@@ -1757,7 +1768,7 @@ int kubeconfig_incluster(const char *root, const char *host, const char *port,
     len = strlen(host);
     if (len > 255 || strpbrk(host, "/?#@[] \t\r\n")) {
         snprintf(err, err_len, "in-cluster: KUBERNETES_SERVICE_HOST \"%.255s\" is not a host",
-                host);
+                 host);
         return -EINVAL;
     }
     snprintf(token, sizeof(token), "%s%s/token", root, KC_SA_DIR);
@@ -1765,7 +1776,7 @@ int kubeconfig_incluster(const char *root, const char *host, const char *port,
     rc = check_readable(token);
     if (rc != 0) {
         snprintf(err, err_len, "in-cluster: cannot read the service account token %s: %s", token,
-                strerror(-rc));
+                 strerror(-rc));
         return rc == -ENOENT ? -ENOENT : rc;
     }
     t = xcalloc(1, sizeof(*t));
@@ -1813,13 +1824,13 @@ int kubeconfig_target_load(const struct kubeconfig_load_opts *o, struct kubeconf
     }
     if (rc == 0 && kubeconfig_is_empty(kc) && !want_context) {
         if (o->service_host && o->service_host[0] && o->service_port && o->service_port[0]) {
-            rc = kubeconfig_incluster(o->incluster_root, o->service_host, o->service_port, out,
-                                      err, err_len);
+            rc = kubeconfig_incluster(o->incluster_root, o->service_host, o->service_port, out, err,
+                                      err_len);
         } else {
             snprintf(err, err_len,
-                    "no configuration has been provided: no --kubeconfig, no $KUBECONFIG, no "
-                    "~/.kube/config, and not in a cluster (KUBERNETES_SERVICE_HOST and "
-                    "KUBERNETES_SERVICE_PORT unset)");
+                     "no configuration has been provided: no --kubeconfig, no $KUBECONFIG, no "
+                     "~/.kube/config, and not in a cluster (KUBERNETES_SERVICE_HOST and "
+                     "KUBERNETES_SERVICE_PORT unset)");
             rc = -ENOENT;
         }
     } else if (rc == 0) {

@@ -48,15 +48,15 @@ struct kubeconfig_exec_env {
 
 /* users[].user.exec, checked as clientcmd's validation does. All fields read-only. */
 struct kubeconfig_exec {
-    char *api_version;  /* client.authentication.k8s.io/v1 or .../v1beta1 */
-    char *command;      /* a bare name (PATH lookup when run) or a path (a relative one with a
-                         * slash was resolved against the kubeconfig's directory) */
-    char **args;        /* args_len strings */
+    char *api_version; /* client.authentication.k8s.io/v1 or .../v1beta1 */
+    char *command;     /* a bare name (PATH lookup when run) or a path (a relative one with a
+                        * slash was resolved against the kubeconfig's directory) */
+    char **args;       /* args_len strings */
     size_t args_len;
     struct kubeconfig_exec_env *env; /* added to the process environment, in order */
     size_t env_len;
-    char *install_hint;              /* or NULL */
-    bool provide_cluster_info;       /* send the cluster in KUBERNETES_EXEC_INFO */
+    char *install_hint;        /* or NULL */
+    bool provide_cluster_info; /* send the cluster in KUBERNETES_EXEC_INFO */
     enum kubeconfig_interactive interactive;
 };
 
@@ -68,35 +68,35 @@ struct kubeconfig_exec {
  */
 struct kubeconfig_target {
     /* public, read-only: where it came from, for logs */
-    char *source;   /* the file the context came from, or "in-cluster" */
-    char *context;  /* context, cluster and user names (NULL in-cluster) */
+    char *source;  /* the file the context came from, or "in-cluster" */
+    char *context; /* context, cluster and user names (NULL in-cluster) */
     char *cluster;
     char *user;
-    char *warning;  /* something the caller should log once, or NULL */
+    char *warning; /* something the caller should log once, or NULL */
 
     /* the cluster */
-    char *server;        /* http(s)://host[:port][/prefix]; a server without a scheme got
-                          * https:// when TLS settings are present, else http:// (client-go) */
-    char *ca_file;       /* certificate-authority (absolute path) */
-    char *ca_data;       /* certificate-authority-data, decoded; excludes ca_file */
+    char *server;  /* http(s)://host[:port][/prefix]; a server without a scheme got
+                    * https:// when TLS settings are present, else http:// (client-go) */
+    char *ca_file; /* certificate-authority (absolute path) */
+    char *ca_data; /* certificate-authority-data, decoded; excludes ca_file */
     size_t ca_data_len;
-    bool insecure;       /* insecure-skip-tls-verify */
+    bool insecure; /* insecure-skip-tls-verify */
     char *tls_server_name;
-    char *proxy_url;     /* http://, https:// or socks5:// (Go dials socks5 with remote DNS:
-                          * libcurl's socks5h://) */
+    char *proxy_url; /* http://, https:// or socks5:// (Go dials socks5 with remote DNS:
+                      * libcurl's socks5h://) */
     bool disable_compression;
     char *exec_cluster_config; /* the cluster's exec extension as compact JSON, or NULL */
 
     /* the user: token and client certificate may both be set (both are sent) */
-    char *token;              /* bearer token */
-    char *token_file;         /* only when token is empty: re-read as it changes */
-    char *client_cert_file;   /* client-certificate (absolute path) */
-    char *client_key_file;    /* client-key (absolute path) */
-    char *client_cert_data;   /* client-certificate-data, decoded; excludes the file */
+    char *token;            /* bearer token */
+    char *token_file;       /* only when token is empty: re-read as it changes */
+    char *client_cert_file; /* client-certificate (absolute path) */
+    char *client_key_file;  /* client-key (absolute path) */
+    char *client_cert_data; /* client-certificate-data, decoded; excludes the file */
     size_t client_cert_data_len;
-    char *client_key_data;    /* client-key-data, decoded; excludes the file */
+    char *client_key_data; /* client-key-data, decoded; excludes the file */
     size_t client_key_data_len;
-    char *username;           /* basic auth; never together with token */
+    char *username; /* basic auth; never together with token */
     char *password;
     struct kubeconfig_exec *exec; /* or NULL; its credentials apply to requests that carry no
                                    * other Authorization (client-go's exec round tripper) */
@@ -105,13 +105,13 @@ struct kubeconfig_target {
 /* How kwp finds its upstream, in kubectl's order (see kubeconfig_target_load). Every field
  * may be NULL or ""; the caller passes the flag values and getenv() results. */
 struct kubeconfig_load_opts {
-    const char *path;          /* --kubeconfig: one file that must exist; wins over env */
-    const char *env_list;      /* $KUBECONFIG: ':'-separated, missing files skipped */
-    const char *home;          /* $HOME: $HOME/.kube/config when neither is given */
-    const char *context;       /* --context, or NULL for current-context */
-    const char *incluster_root;/* prefix of /var/run/secrets/... ("" in production) */
-    const char *service_host;  /* $KUBERNETES_SERVICE_HOST */
-    const char *service_port;  /* $KUBERNETES_SERVICE_PORT */
+    const char *path;           /* --kubeconfig: one file that must exist; wins over env */
+    const char *env_list;       /* $KUBECONFIG: ':'-separated, missing files skipped */
+    const char *home;           /* $HOME: $HOME/.kube/config when neither is given */
+    const char *context;        /* --context, or NULL for current-context */
+    const char *incluster_root; /* prefix of /var/run/secrets/... ("" in production) */
+    const char *service_host;   /* $KUBERNETES_SERVICE_HOST */
+    const char *service_port;   /* $KUBERNETES_SERVICE_PORT */
 };
 
 /* An empty merge. Never NULL (aborts on OOM). */

@@ -91,8 +91,8 @@ static bool same_target(const struct kubeconfig_target *a, const struct kubeconf
 {
     return str_eq(a->server, b->server) && str_eq(a->context, b->context) &&
            str_eq(a->cluster, b->cluster) && str_eq(a->user, b->user) &&
-           str_eq(a->ca_file, b->ca_file) && mem_eq(a->ca_data, a->ca_data_len, b->ca_data,
-                                                    b->ca_data_len) &&
+           str_eq(a->ca_file, b->ca_file) &&
+           mem_eq(a->ca_data, a->ca_data_len, b->ca_data, b->ca_data_len) &&
            str_eq(a->token, b->token) && str_eq(a->token_file, b->token_file) &&
            str_eq(a->username, b->username) && str_eq(a->password, b->password) &&
            str_eq(a->proxy_url, b->proxy_url) && str_eq(a->tls_server_name, b->tls_server_name) &&

@@ -162,8 +162,8 @@ static void get_ok(struct execcred *ec, struct execcred_cred *c)
 
 Test(execcred, token_is_kept_until_it_expires)
 {
-    struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_TTL, value: '3600'}",
-                                         NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_TTL, value: '3600'}", NULL, NULL);
     struct execcred *ec = cache(t, NULL);
     struct execcred_cred c;
     time_t wall = time(NULL);
@@ -201,8 +201,8 @@ Test(execcred, no_expiry_means_forever)
 
 Test(execcred, expired_token_runs_again)
 {
-    struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_TTL, value: '-60'}",
-                                         NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_TTL, value: '-60'}", NULL, NULL);
     struct execcred *ec = cache(t, NULL);
     struct execcred_cred c;
 
@@ -222,8 +222,8 @@ Test(execcred, expired_token_runs_again)
 
 Test(execcred, short_lived_token_is_refreshed_shortly_before_expiry)
 {
-    struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_TTL, value: '3'}",
-                                         NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_TTL, value: '3'}", NULL, NULL);
     struct execcred *ec = cache(t, NULL);
     struct execcred_cred c;
     int64_t expiry;
@@ -353,6 +353,26 @@ Test(execcred, hanging_plugin_is_killed_and_reaped_at_the_timeout)
     kubeconfig_target_free(t);
 }
 
+Test(execcred, output_caps)
+{
+    struct kubeconfig_target *t = target("./token.sh", NULL, NULL, NULL, NULL);
+    struct execcred_opts small_out = {.max_stdout = 16};
+    struct execcred_opts small_err = {.max_stderr = 4};
+    struct execcred *ec = cache(t, &small_out);
+    struct execcred_cred c;
+
+    cr_assert_eq(execcred_get(ec, &c, err, sizeof(err)), -EFBIG);
+    cr_assert(strstr(err, "wrote more than 16 bytes to stdout") != NULL, "%s", err);
+    execcred_free(ec);
+    kubeconfig_target_free(t);
+    t = target("./fail.sh", NULL, NULL, NULL, NULL);
+    ec = cache(t, &small_err);
+    cr_assert_eq(execcred_get(ec, &c, err, sizeof(err)), -EIO);
+    cr_assert(strstr(err, "exit code 3; stderr: boom") != NULL && !strstr(err, "boom:"), "%s", err);
+    execcred_free(ec);
+    kubeconfig_target_free(t);
+}
+
 Test(execcred, failure_backs_off_exponentially)
 {
     struct kubeconfig_target *t = target("./fail.sh", NULL, NULL, NULL, NULL);
@@ -447,8 +467,8 @@ static void *call_invalidate(void *arg)
 
 Test(execcred, concurrent_callers_share_one_run)
 {
-    struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.3'}",
-                                         NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.3'}", NULL, NULL);
     struct execcred *ec = cache(t, NULL);
 
     concurrent_gets(ec, 12, 1);
@@ -459,9 +479,9 @@ Test(execcred, concurrent_callers_share_one_run)
 
 Test(execcred, concurrent_callers_share_one_run_even_of_an_expired_token)
 {
-    struct kubeconfig_target *t = target(
-        "./token.sh", NULL, "{name: KWP_SLEEP, value: '0.5'}, {name: KWP_TTL, value: '-60'}",
-        NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.5'}, {name: KWP_TTL, value: '-60'}",
+               NULL, NULL);
     struct execcred *ec = cache(t, NULL);
 
     concurrent_gets(ec, 8, 1);
@@ -472,8 +492,8 @@ Test(execcred, concurrent_callers_share_one_run_even_of_an_expired_token)
 
 Test(execcred, many_401s_for_one_credential_cause_one_rerun)
 {
-    struct kubeconfig_target *t = target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.2'}",
-                                         NULL, NULL);
+    struct kubeconfig_target *t =
+        target("./token.sh", NULL, "{name: KWP_SLEEP, value: '0.2'}", NULL, NULL);
     struct execcred *ec = cache(t, NULL);
     struct execcred_cred c;
     pthread_t th[8];
@@ -582,8 +602,9 @@ Test(execcred, exec_info_reads_a_ca_file_and_sends_config_null)
     fputs("CA\n", f);
     fclose(f);
     snprintf(args, sizeof(args), "['%s/out']", dir);
-    snprintf(cluster, sizeof(cluster), "certificate-authority: '%s', insecure-skip-tls-verify: "
-                                       "false",
+    snprintf(cluster, sizeof(cluster),
+             "certificate-authority: '%s', insecure-skip-tls-verify: "
+             "false",
              ca);
     t = target("./info.sh", args, NULL, cluster, "      provideClusterInfo: true\n");
     ec = cache(t, NULL);
@@ -604,8 +625,8 @@ Test(execcred, always_interactive_is_refused)
 
     t->exec->interactive = KUBECONFIG_INTERACTIVE_ALWAYS;
     cr_assert_null(execcred_new(t, NULL, err, sizeof(err)));
-    cr_assert(strstr(err, "interactiveMode Always needs a terminal, and kwp never has one"),
-              "%s", err);
+    cr_assert(strstr(err, "interactiveMode Always needs a terminal, and kwp never has one"), "%s",
+              err);
     kubeconfig_target_free(t);
 }
 
@@ -635,10 +656,17 @@ Test(execcred, parse_timestamps)
         {"1969-12-31T23:59:59Z", -1000},
     };
     static const char *const bad[] = {
-        "2026-12-01 20:00:00Z", "2026-12-01T20:00:00", "2026-13-01T20:00:00Z",
-        "2025-02-29T00:00:00Z", "2026-12-01T24:00:00Z", "2026-12-01T20:00:60Z",
-        "2026-12-01T20:00:00.Z", "2026-12-01T20:00:00+0100", "2026-12-01T20:00:00Zjunk",
-        "26-12-01T20:00:00Z", "",
+        "2026-12-01 20:00:00Z",
+        "2026-12-01T20:00:00",
+        "2026-13-01T20:00:00Z",
+        "2025-02-29T00:00:00Z",
+        "2026-12-01T24:00:00Z",
+        "2026-12-01T20:00:60Z",
+        "2026-12-01T20:00:00.Z",
+        "2026-12-01T20:00:00+0100",
+        "2026-12-01T20:00:00Zjunk",
+        "26-12-01T20:00:00Z",
+        "",
     };
     char json[512];
 

@@ -80,8 +80,8 @@ static char *one(const char *c, const char *s, const char *u, const char *t, con
              "clusters:\n- name: %s\n  cluster:\n    server: %s\n"
              "users:\n- name: %s\n  user:\n    token: %s\n"
              "contexts:\n- name: %s\n  context:\n    cluster: %s\n    user: %s\n",
-             current ? "current-context: " : "", current ? current : "", current ? "\n" : "", c,
-             s, u, t, x, c, u);
+             current ? "current-context: " : "", current ? current : "", current ? "\n" : "", c, s,
+             u, t, x, c, u);
     return b;
 }
 
@@ -359,22 +359,21 @@ Test(kubeconfig, relative_paths_resolve_against_the_naming_file)
     put("kube/pki/ca.crt", "ca");
     put("kube/pki/u.crt", "cert");
     put("other/u.key", "key");
-    cfg = put("kube/config",
-              "clusters:\n- name: c\n  cluster:\n    server: https://c\n"
-              "    certificate-authority: pki/ca.crt\n"
-              "users:\n- name: u\n  user:\n"
-              "    client-certificate: ./pki//u.crt\n"
-              "    client-key: ../other/u.key\n"
-              "    tokenFile: token\n"
-              "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
-              "      command: ./bin/plugin\n      interactiveMode: Never\n"
-              "- name: bare\n  user:\n    exec:\n"
-              "      apiVersion: client.authentication.k8s.io/v1beta1\n"
-              "      command: kubelogin\n"
-              "- name: abs\n  user:\n    tokenFile: /var/run/token\n"
-              "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-              "- name: bare\n  context: {cluster: c, user: bare}\n"
-              "- name: abs\n  context: {cluster: c, user: abs}\n");
+    cfg = put("kube/config", "clusters:\n- name: c\n  cluster:\n    server: https://c\n"
+                             "    certificate-authority: pki/ca.crt\n"
+                             "users:\n- name: u\n  user:\n"
+                             "    client-certificate: ./pki//u.crt\n"
+                             "    client-key: ../other/u.key\n"
+                             "    tokenFile: token\n"
+                             "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                             "      command: ./bin/plugin\n      interactiveMode: Never\n"
+                             "- name: bare\n  user:\n    exec:\n"
+                             "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                             "      command: kubelogin\n"
+                             "- name: abs\n  user:\n    tokenFile: /var/run/token\n"
+                             "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                             "- name: bare\n  context: {cluster: c, user: bare}\n"
+                             "- name: abs\n  context: {cluster: c, user: abs}\n");
     cr_assert_eq(kubeconfig_add_file(kc, cfg, false, err, sizeof(err)), 0, "%s", err);
     t = resolve_ok(kc, "x");
     snprintf(want, sizeof(want), "%s/kube/pki/ca.crt", dir);
@@ -412,8 +411,7 @@ Test(kubeconfig, relative_origin_uses_the_working_directory)
     cr_assert(getcwd(old, sizeof(old)) != NULL);
     put("sub/keep", "");
     cr_assert_eq(chdir(dir), 0);
-    cr_assert_eq(kubeconfig_add_buffer(kc, yaml, strlen(yaml), "sub/../sub/cfg", err,
-                                       sizeof(err)),
+    cr_assert_eq(kubeconfig_add_buffer(kc, yaml, strlen(yaml), "sub/../sub/cfg", err, sizeof(err)),
                  0, "%s", err);
     cr_assert_eq(chdir(old), 0);
     t = resolve_ok(kc, "x");
@@ -427,12 +425,13 @@ Test(kubeconfig, data_fields_are_decoded)
 {
     struct kubeconfig_target *t = NULL;
     /* "-----BEGIN CERTIFICATE-----\nCA\n" and friends, base64, one wrapped over two lines */
-    const char *yaml = "clusters:\n- name: c\n  cluster:\n    server: https://c\n"
-                       "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg==\n"
-                       "users:\n- name: u\n  user:\n"
-                       "    client-certificate-data: |\n      Y2VydA\n      ==\n"
-                       "    client-key-data: a2V5AA==\n"
-                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+    const char *yaml =
+        "clusters:\n- name: c\n  cluster:\n    server: https://c\n"
+        "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg==\n"
+        "users:\n- name: u\n  user:\n"
+        "    client-certificate-data: |\n      Y2VydA\n      ==\n"
+        "    client-key-data: a2V5AA==\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
 
     cr_assert_eq(resolve_one(yaml, &t), 0, "%s", err);
     cr_assert_eq(t->ca_data_len, 31);
@@ -456,8 +455,7 @@ Test(kubeconfig, bad_base64_names_file_line_and_byte)
     cr_assert(strstr(err, "cfg:5: certificate-authority-data: illegal base64 data at input "
                           "byte 0") != NULL,
               "%s", err);
-    cr_assert_eq(add(kc, "cfg", "users:\n- name: u\n  user:\n    client-key-data: abc\n"),
-                 -EINVAL);
+    cr_assert_eq(add(kc, "cfg", "users:\n- name: u\n  user:\n    client-key-data: abc\n"), -EINVAL);
     cr_assert(strstr(err, "cfg:4: client-key-data: illegal base64") != NULL, "%s", err);
     cr_assert_eq(add(kc, "cfg", "users:\n- name: u\n  user:\n    client-key-data: ab=c\n"),
                  -EINVAL);
@@ -575,9 +573,8 @@ static void refused(const char *cluster, const char *user, int want_rc, const ch
 
 Test(kubeconfig, auth_provider_is_a_clear_error)
 {
-    refused("{server: https://c}",
-            "{auth-provider: {name: gcp, config: {access-token: x}}}", -EINVAL,
-            "user \"u\" uses auth-provider \"gcp\", which client-go removed in v1.26");
+    refused("{server: https://c}", "{auth-provider: {name: gcp, config: {access-token: x}}}",
+            -EINVAL, "user \"u\" uses auth-provider \"gcp\", which client-go removed in v1.26");
     refused("{server: https://c}", "{auth-provider: {}}", -EINVAL, "uses auth-provider \"\"");
 }
 
@@ -602,8 +599,8 @@ Test(kubeconfig, conflicting_or_incomplete_users)
             -EINVAL, "command must be specified for u to use exec authentication plugin");
     refused(c, "{exec: {command: p, interactiveMode: Never}}", -EINVAL,
             "apiVersion must be specified for u");
-    refused(c, "{exec: {command: p, apiVersion: client.authentication.k8s.io/v1alpha1}}",
-            -EINVAL, "exec plugin: invalid apiVersion \"client.authentication.k8s.io/v1alpha1\"");
+    refused(c, "{exec: {command: p, apiVersion: client.authentication.k8s.io/v1alpha1}}", -EINVAL,
+            "exec plugin: invalid apiVersion \"client.authentication.k8s.io/v1alpha1\"");
     refused(c, "{exec: {command: p, apiVersion: client.authentication.k8s.io/v1}}", -EINVAL,
             "interactiveMode must be specified for u to use exec authentication plugin");
     refused(c,
@@ -645,9 +642,9 @@ Test(kubeconfig, bad_yaml_gives_file_and_line)
 {
     struct kubeconfig *kc = kubeconfig_new();
 
-    cr_assert_eq(add(kc, "broken",
-                     "clusters:\n- name: c\n  cluster:\n    server: https://c\n   bad: [\n"),
-                 -EINVAL);
+    cr_assert_eq(
+        add(kc, "broken", "clusters:\n- name: c\n  cluster:\n    server: https://c\n   bad: [\n"),
+        -EINVAL);
     cr_assert(strstr(err, "/broken:5:") != NULL, "%s", err);
     cr_assert(strstr(err, "invalid YAML") != NULL, "%s", err);
     cr_assert_eq(add(kc, "tabs", "clusters:\n\t- name: c\n"), -EINVAL);
@@ -665,17 +662,17 @@ Test(kubeconfig, wrong_types_give_file_and_line)
     struct kubeconfig *kc = kubeconfig_new();
 
     cr_assert_eq(add(kc, "f", "- a\n- b\n"), -EINVAL);
-    cr_assert(strstr(err, "f:1: expected a mapping (a kubeconfig) at the top level") != NULL,
-              "%s", err);
+    cr_assert(strstr(err, "f:1: expected a mapping (a kubeconfig) at the top level") != NULL, "%s",
+              err);
     cr_assert_eq(add(kc, "f", "clusters:\n  c: {server: x}\n"), -EINVAL);
     cr_assert(strstr(err, "f:2: clusters: expected a list") != NULL, "%s", err);
     cr_assert_eq(add(kc, "f", "clusters:\n- name: c\n  cluster:\n    server: [a]\n"), -EINVAL);
     cr_assert(strstr(err, "f:4: server: expected a string") != NULL, "%s", err);
-    cr_assert_eq(add(kc, "f",
-                     "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: \"true\"\n"),
-                 -EINVAL);
-    cr_assert(strstr(err, "f:4: insecure-skip-tls-verify: expected true or false") != NULL,
-              "%s", err);
+    cr_assert_eq(
+        add(kc, "f", "clusters:\n- name: c\n  cluster:\n    insecure-skip-tls-verify: \"true\"\n"),
+        -EINVAL);
+    cr_assert(strstr(err, "f:4: insecure-skip-tls-verify: expected true or false") != NULL, "%s",
+              err);
     cr_assert_eq(add(kc, "f", "clusters:\n- name: c\n  cluster:\n    server: a\n    server: b\n"),
                  -EINVAL);
     cr_assert(strstr(err, "f:5: cluster: key \"server\" given twice") != NULL, "%s", err);
@@ -714,9 +711,9 @@ Test(kubeconfig, oversize_input)
     memcpy(buf, "users:\n- name: u\n  user:\n    token: ", 36);
     memset(buf + 36, 'a', KUBECONFIG_MAX_STRING + 1);
     buf[36 + KUBECONFIG_MAX_STRING + 1] = '\n';
-    cr_assert_eq(kubeconfig_add_buffer(kc, buf, 36 + KUBECONFIG_MAX_STRING + 2, "mem", err,
-                                       sizeof(err)),
-                 -EFBIG);
+    cr_assert_eq(
+        kubeconfig_add_buffer(kc, buf, 36 + KUBECONFIG_MAX_STRING + 2, "mem", err, sizeof(err)),
+        -EFBIG);
     cr_assert(strstr(err, "mem:4: token: longer than 1048576 bytes") != NULL, "%s", err);
 
     /* nesting */
@@ -757,8 +754,7 @@ Test(kubeconfig, too_many_entries)
             n += (size_t)snprintf(buf + n, cap - n, "- {name: f%d-%d}\n", file, i);
         }
         if (file == 0) {
-            cr_assert_eq(kubeconfig_add_buffer(kc, buf, n, "mem", err, sizeof(err)), 0, "%s",
-                         err);
+            cr_assert_eq(kubeconfig_add_buffer(kc, buf, n, "mem", err, sizeof(err)), 0, "%s", err);
         }
     }
     cr_assert_eq(kubeconfig_add_buffer(kc, buf, n, "mem2", err, sizeof(err)), -EFBIG);
@@ -836,8 +832,7 @@ Test(kubeconfig, in_cluster_from_a_temporary_root)
     cr_assert_eq(kubeconfig_incluster(dir, "10.96.0.1", "443", &t, err, sizeof(err)), -ENOENT);
     cr_assert(strstr(err, "cannot read the service account token") != NULL, "%s", err);
     put("var/run/secrets/kubernetes.io/serviceaccount/token", "tok\n");
-    cr_assert_eq(kubeconfig_incluster(dir, "10.96.0.1", "443", &t, err, sizeof(err)), 0, "%s",
-                 err);
+    cr_assert_eq(kubeconfig_incluster(dir, "10.96.0.1", "443", &t, err, sizeof(err)), 0, "%s", err);
     cr_assert_str_eq(t->server, "https://10.96.0.1:443");
     cr_assert_str_eq(t->source, "in-cluster");
     snprintf(want, sizeof(want), "%s/var/run/secrets/kubernetes.io/serviceaccount/token", dir);
