@@ -7,7 +7,7 @@
  *
  * A Go "if x == nil" default fills an absent or null member; an "if x == \"\"" or "== 0"
  * one also replaces an empty string or a zero. Service IPs and node ports are alloc.c's.
- * This file may include sim/proto.h (Go member order) and sim/tree.h, nothing of the server.
+ * This file may include sim/tree.h and cJSON, nothing of the server.
  * Pure functions: any thread, no locks.
  */
 #include "sim/defaults.h"
@@ -17,7 +17,6 @@
 
 #include <cJSON.h>
 
-#include "sim/proto.h"
 #include "sim/tree.h"
 
 /* namespaceStrategy.PrepareForCreate: phase Active, the "kubernetes" finalizer, and the
@@ -483,5 +482,5 @@ bool defaults_apply(cJSON *obj, bool builtin, const char *uid)
     } else {
         return false;
     }
-    return proto_order(obj);
+    return true;
 }

@@ -19,11 +19,10 @@
  * table: only built-in kinds are defaulted, a custom resource of kind Deployment is not).
  *
  * A Namespace (built in or not) gets what its strategy does: status {"phase":"Active"}, the
- * "kubernetes" spec finalizer and the label kubernetes.io/metadata.name=<name>; returns false
- * (its members are left where they are).
+ * "kubernetes" spec finalizer and the label kubernetes.io/metadata.name=<name>.
  * Built-in Deployments, ReplicaSets, ReplicationControllers, Jobs, Services and
- * ServiceAccounts get what kube-apiserver's v1 defaulting and create strategies add, then Go's
- * member order (proto_order): replicas 1, the RollingUpdate strategy (25%/25%),
+ * ServiceAccounts get what kube-apiserver's v1 defaulting and create strategies add (every one
+ * but a ServiceAccount then has a spec): replicas 1, the RollingUpdate strategy (25%/25%),
  * revisionHistoryLimit 10, progressDeadlineSeconds 600; a pod template's restartPolicy Always,
  * terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, securityContext {}, schedulerName
  * default-scheduler, and per container imagePullPolicy (Always for :latest or no tag, else
@@ -42,8 +41,9 @@
  * reduced to their names. Unlike kube-apiserver, whose strategies clear a status sent on
  * create, the simulator keeps it (it has no controllers: tests and demos create objects in the
  * state they want to see); an empty one is printed as Go prints it.
- * Returns true when <obj> was one of those workload kinds (and is now in Go's member order),
- * false when it was left to the caller to order. Any thread.
+ * Members are added where they fall; the caller puts the object in Go's member order.
+ * Returns true when <obj> was one of those six workload kinds (the caller orders it with
+ * proto_order), false otherwise (a Namespace included). Any thread.
  */
 bool defaults_apply(cJSON *obj, bool builtin, const char *uid);
 

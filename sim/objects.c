@@ -332,6 +332,7 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
     char buf[256];
     cJSON *meta;
     uint64_t sent_rv = 0;
+    bool workload = false;
     int rc;
 
     if (t != NULL && !t->namespaced) {
@@ -384,14 +385,19 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "deletionTimestamp");
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "deletionGracePeriodSeconds");
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "selfLink");
+    if (strcmp(tree_str(obj, "kind"), "Secret") == 0) {
+        fold_string_data(obj);
+    } else {
+        workload = defaults_apply(obj, t != NULL, uid);
+    }
+    /* After the defaults, which give every workload a spec: their strategies set generation 1
+     * even when the body had no spec. */
     if (kind_has_generation(obj)) {
         tree_set_num(meta, "generation", 1);
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
     }
-    if (strcmp(tree_str(obj, "kind"), "Secret") == 0) {
-        fold_string_data(obj);
-    } else if (defaults_apply(obj, t != NULL, uid)) {
+    if (workload && proto_order(obj)) {
         return 0; /* defaulted and in Go's order */
     }
     order_members(meta, meta_order);

@@ -322,3 +322,24 @@ Test(defaults, create_namespace_as_its_strategy_does)
     cr_assert(strstr(out, "\"finalizers\":[\"x\",\"kubernetes\"]") != NULL, "%s", out);
     free(out);
 }
+
+Test(defaults, workload_without_spec_gets_one_and_generation_1)
+{
+    static const char *const workloads[][2] = {{"deployments", "Deployment"},
+                                               {"replicasets", "ReplicaSet"},
+                                               {"replicationcontrollers", "ReplicationController"},
+                                               {"jobs", "Job"}};
+
+    for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+        cJSON *obj = parse("{\"metadata\":{\"name\":\"w\",\"generation\":7}}");
+
+        /* the strategies set generation 1 on create whatever was sent, spec or not */
+        cr_assert_eq(objects_prepare_create(obj, workloads[i][0], "ns", NULL, 1, "u", CREATED,
+                                            NULL, 0),
+                     0, "%s", workloads[i][0]);
+        cr_assert_str_eq(AT_STR(obj, "kind", NULL), workloads[i][1]);
+        cr_assert(cJSON_IsObject(at(obj, "spec", NULL)), "%s", workloads[i][0]);
+        cr_assert_eq(AT_NUM(obj, "metadata", "generation", NULL), 1, "%s", workloads[i][0]);
+        cJSON_Delete(obj);
+    }
+}
