@@ -40,7 +40,7 @@
 #define NODE_PORT_STATIC_BAND 86u
 
 struct alloc_used {
-    uint8_t ips[SVC_SIZE / 8];           /* bit i: SVC_NET + i is held */
+    uint8_t ips[SVC_SIZE / 8];              /* bit i: SVC_NET + i is held */
     uint8_t ports[NODE_PORT_COUNT / 8 + 1]; /* bit i: NODE_PORT_MIN + i is held */
 };
 
@@ -125,10 +125,9 @@ void alloc_used_add(struct alloc_used *u, const cJSON *svc)
 
 /* Fills <inv> for a field.Invalid / Forbidden of Service <name>; returns -EDOM. */
 __attribute__((format(printf, 5, 6))) static int svc_invalid(struct alloc_invalid *inv,
-                                                             const char *name,
-                                                             const char *field,
-                                                             const char *reason,
-                                                             const char *fmt, ...)
+                                                             const char *name, const char *field,
+                                                             const char *reason, const char *fmt,
+                                                             ...)
 {
     va_list ap;
 
@@ -169,8 +168,7 @@ static int64_t pick_free(const uint8_t *bits, uint32_t n, uint32_t band, uint64_
 /* initIPFamilyFields for a single-stack IPv4 cluster: clusterIP and clusterIPs agree, the
  * policy defaults to SingleStack (RequireDualStack for a headless service without selector),
  * the families follow the IPs, then IPv4. */
-static int svc_families(cJSON *spec, const char *name, bool headless,
-                        struct alloc_invalid *inv)
+static int svc_families(cJSON *spec, const char *name, bool headless, struct alloc_invalid *inv)
 {
     const cJSON *selector = cJSON_GetObjectItemCaseSensitive(spec, "selector");
     bool selectorless = !(cJSON_IsObject(selector) && selector->child != NULL);
@@ -179,7 +177,7 @@ static int svc_families(cJSON *spec, const char *name, bool headless,
 
     if (!tree_is_set(spec, "ipFamilyPolicy")) {
         tree_set_str(spec, "ipFamilyPolicy",
-                headless && selectorless ? "RequireDualStack" : "SingleStack");
+                     headless && selectorless ? "RequireDualStack" : "SingleStack");
     }
     policy = tree_str(spec, "ipFamilyPolicy");
     if (!cJSON_IsArray(families) || families->child == NULL) {
@@ -224,19 +222,22 @@ static int svc_cluster_ip(cJSON *spec, const char *name, const struct alloc_used
         if (!parse_ipv4(want, &ip)) {
             return svc_invalid(inv, name, "spec.clusterIPs[0]", "FieldValueInvalid",
                                "Invalid value: \"%s\": must be a valid IP address, (e.g. "
-                               "10.9.8.7 or 2001:db8::ffff)", want);
+                               "10.9.8.7 or 2001:db8::ffff)",
+                               want);
         }
         off = ip_offset(ip);
         if (off < 0) {
             return svc_invalid(inv, name, "spec.clusterIPs", "FieldValueInvalid",
                                "Invalid value: []string{\"%s\"}: failed to allocate IP %s: the "
                                "provided IP (%s) is not in the valid range. The range of valid "
-                               "IPs is " SVC_CIDR, want, want, want);
+                               "IPs is " SVC_CIDR,
+                               want, want, want);
         }
         if (bit_get(used->ips, (uint32_t)off)) {
             return svc_invalid(inv, name, "spec.clusterIPs", "FieldValueInvalid",
                                "Invalid value: []string{\"%s\"}: failed to allocate IP %s: "
-                               "provided IP is already allocated", want, want);
+                               "provided IP is already allocated",
+                               want, want);
         }
         ip_string(ip, buf, sizeof(buf)); /* the canonical spelling */
     } else {
@@ -265,8 +266,8 @@ static int svc_node_port(uint8_t *taken, double p, uint64_t seed, const char *na
         if (p < NODE_PORT_MIN || p > NODE_PORT_MAX || p != (double)(int64_t)p) {
             return svc_invalid(inv, name, field, "FieldValueInvalid",
                                "Invalid value: %.0f: provided port is not in the valid range. "
-                               "The range of valid ports is %u-%u", p, NODE_PORT_MIN,
-                               NODE_PORT_MAX);
+                               "The range of valid ports is %u-%u",
+                               p, NODE_PORT_MIN, NODE_PORT_MAX);
         }
         if (bit_get(taken, (uint32_t)p - NODE_PORT_MIN)) {
             return svc_invalid(inv, name, field, "FieldValueInvalid",
@@ -303,8 +304,7 @@ static double shared_node_port(const cJSON *ports, const cJSON *port)
             later = true;
         }
         if (!cJSON_IsNumber(n) || !cJSON_IsNumber(number) ||
-            n->valuedouble != number->valuedouble || !cJSON_IsNumber(np) ||
-            np->valuedouble == 0) {
+            n->valuedouble != number->valuedouble || !cJSON_IsNumber(np) || np->valuedouble == 0) {
             continue;
         }
         if (!later) {
@@ -326,9 +326,10 @@ static int svc_node_ports(cJSON *spec, const char *name, const struct alloc_used
 {
     const char *type = tree_str(spec, "type");
     bool lb = strcmp(type, "LoadBalancer") == 0;
-    bool allocate = strcmp(type, "NodePort") == 0 ||
-                    (lb && !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
-                               spec, "allocateLoadBalancerNodePorts")));
+    bool allocate =
+        strcmp(type, "NodePort") == 0 ||
+        (lb &&
+         !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(spec, "allocateLoadBalancerNodePorts")));
     const cJSON *ports = cJSON_GetObjectItemCaseSensitive(spec, "ports");
     uint8_t taken[sizeof(used->ports)];
     char field[64];
@@ -358,8 +359,8 @@ static int svc_node_ports(cJSON *spec, const char *name, const struct alloc_used
             tree_set_num(port, "nodePort", shared);
             continue;
         }
-        rc = svc_node_port(taken, p != 0 ? p : -shared, seed + (uint64_t)i * 7919, name, field,
-                           inv, &np);
+        rc = svc_node_port(taken, p != 0 ? p : -shared, seed + (uint64_t)i * 7919, name, field, inv,
+                           &np);
         if (rc != 0) {
             return rc;
         }
@@ -367,8 +368,8 @@ static int svc_node_ports(cJSON *spec, const char *name, const struct alloc_used
     }
     if (lb && strcmp(tree_str(spec, "externalTrafficPolicy"), "Local") == 0) {
         const cJSON *sent = cJSON_GetObjectItemCaseSensitive(spec, "healthCheckNodePort");
-        rc = svc_node_port(taken, cJSON_IsNumber(sent) ? sent->valuedouble : 0,
-                           seed ^ 0x5bd1e995u, name, "spec.healthCheckNodePort", inv, &np);
+        rc = svc_node_port(taken, cJSON_IsNumber(sent) ? sent->valuedouble : 0, seed ^ 0x5bd1e995u,
+                           name, "spec.healthCheckNodePort", inv, &np);
         if (rc != 0) {
             return rc;
         }

@@ -374,7 +374,7 @@ static void default_job(cJSON *obj, const char *name, const char *uid)
         label_if_absent(labels, "controller-uid", uid);
         label_if_absent(labels, "batch.kubernetes.io/controller-uid", uid);
         tree_add_str(tree_child_obj(tree_child_obj(spec, "selector"), "matchLabels"),
-                "batch.kubernetes.io/controller-uid", uid);
+                     "batch.kubernetes.io/controller-uid", uid);
     }
     default_labels_from(tree_child_obj(obj, "metadata"), "labels",
                         cJSON_GetObjectItemCaseSensitive(tree_obj_at(tmpl, "metadata"), "labels"));

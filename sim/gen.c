@@ -49,13 +49,13 @@ static const char *rng_pick(struct rng *r, const char *const *v, size_t n)
 
 #define PICK(r, arr) rng_pick((r), (arr), sizeof(arr) / sizeof((arr)[0]))
 
-static const char *const apps[] = {"web", "api", "cache", "worker", "auth",
+static const char *const apps[] = {"web",    "api",     "cache",    "worker", "auth",
                                    "search", "billing", "frontend", "ingest", "metrics"};
 static const char *const tiers[] = {"frontend", "backend", "data"};
-static const char *const images[] = {
-    "registry.k8s.io/nginx-slim:0.27", "docker.io/library/redis:7.2.4",
-    "quay.io/prometheus/node-exporter:v1.8.1", "ghcr.io/example/app:v2.14.3",
-    "registry.k8s.io/pause:3.10"};
+static const char *const images[] = {"registry.k8s.io/nginx-slim:0.27",
+                                     "docker.io/library/redis:7.2.4",
+                                     "quay.io/prometheus/node-exporter:v1.8.1",
+                                     "ghcr.io/example/app:v2.14.3", "registry.k8s.io/pause:3.10"};
 static const char *const reasons[] = {"Scheduled", "Pulled", "Created", "Started", "Killing"};
 
 /* Synthetic times: a fixed day plus an offset, so generated objects are reproducible. */
@@ -176,18 +176,18 @@ static cJSON *gen_pod(struct rng *r, const char *ns, const char *name)
     tree_add_num(cs, "restartCount", 0);
     {
         /* image and imageID are always set by the kubelet; typed clients require them */
-        const cJSON *c0 = cJSON_GetArrayItem(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
-                                             "containers"),
-            0);
+        const cJSON *c0 =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
+                               0);
         const cJSON *img = cJSON_GetObjectItemCaseSensitive(c0, "image");
         char id[160];
         rng_hex(r, hash, 10);
         tree_add_str(cs, "image",
                      cJSON_IsString(img) ? img->valuestring : "registry.k8s.io/pause:3.10");
-        snprintf(id, sizeof(id), "%s@sha256:%s%s%s%s%s%s", cJSON_IsString(img) ? img->valuestring
-                                                                            : "pause",
-                 hash, hash, hash, hash, hash, hash);
+        snprintf(id, sizeof(id), "%s@sha256:%s%s%s%s%s%s",
+                 cJSON_IsString(img) ? img->valuestring : "pause", hash, hash, hash, hash, hash,
+                 hash);
         tree_add_str(cs, "imageID", id);
     }
     rng_hex(r, hash, 10);

@@ -55,10 +55,22 @@ static void order_members(cJSON *obj, const char *const *keys)
 }
 
 static const char *const top_order[] = {"kind", "apiVersion", "metadata", NULL};
-static const char *const meta_order[] = {
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields", NULL};
+static const char *const meta_order[] = {"name",
+                                         "generateName",
+                                         "namespace",
+                                         "selfLink",
+                                         "uid",
+                                         "resourceVersion",
+                                         "generation",
+                                         "creationTimestamp",
+                                         "deletionTimestamp",
+                                         "deletionGracePeriodSeconds",
+                                         "labels",
+                                         "annotations",
+                                         "ownerReferences",
+                                         "finalizers",
+                                         "managedFields",
+                                         NULL};
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t err_len, int rc,
                                                       const char *fmt, ...)
@@ -151,7 +163,8 @@ static cJSON *meta_of(cJSON *obj, const char *kind, char *err, size_t err_len)
     if (!cJSON_IsObject(meta)) {
         fail(err, err_len, -EINVAL,
              "the object provided is unrecognized (must be of type %s): metadata is not an "
-             "object", kind);
+             "object",
+             kind);
         return NULL;
     }
     return meta;
@@ -167,7 +180,8 @@ static int check_name(const cJSON *meta, const char *url_name, const char *ns, c
     if (name[0] == '\0') {
         return fail(err, err_len, -EINVAL,
                     "the name of the object (%s based on URL) was undeterminable: name must be "
-                    "provided", url_name);
+                    "provided",
+                    url_name);
     }
     if (strcmp(name, url_name) != 0) {
         return fail(err, err_len, -EINVAL,
@@ -177,7 +191,8 @@ static int check_name(const cJSON *meta, const char *url_name, const char *ns, c
     if (ns != NULL && ns[0] != '\0' && obj_ns[0] != '\0' && strcmp(obj_ns, ns) != 0) {
         return fail(err, err_len, -EINVAL,
                     "the namespace of the object (%s) does not match the namespace on the "
-                    "request (%s)", obj_ns, ns);
+                    "request (%s)",
+                    obj_ns, ns);
     }
     return 0;
 }
@@ -367,7 +382,8 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
             group_kind(obj, buf, sizeof(buf));
             return fail(err, err_len, -EDOM,
                         "%s \"\" is invalid: metadata.name: Required value: name or "
-                        "generateName is required", buf);
+                        "generateName is required",
+                        buf);
         }
         generate_name(meta, prefix, uid, rv);
     }
@@ -418,8 +434,7 @@ static void copy_member(cJSON *to, const cJSON *from, const char *key)
 }
 
 int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *resource,
-                           const char *ns, const char *name, uint64_t rv, char *err,
-                           size_t err_len)
+                           const char *ns, const char *name, uint64_t rv, char *err, size_t err_len)
 {
     const struct apires_kind *t = objects_type(resource);
     const cJSON *old_meta = cJSON_GetObjectItemCaseSensitive(old_obj, "metadata");
@@ -484,7 +499,8 @@ int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *res
             return fail(err, err_len, -EBUSY,
                         "Operation cannot be fulfilled on %s \"%s\": the object has been "
                         "modified; please apply your changes to the latest version and try "
-                        "again", qualified, name);
+                        "again",
+                        qualified, name);
         }
     }
     rc = apply_namespace(meta, ns, err, err_len);
@@ -499,9 +515,9 @@ int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *res
     if (cJSON_IsNumber(gen)) {
         const cJSON *old_spec = cJSON_GetObjectItemCaseSensitive(old_obj, "spec");
         const cJSON *new_spec = cJSON_GetObjectItemCaseSensitive(new_obj, "spec");
-        bool changed = !(old_spec == NULL && new_spec == NULL) &&
-                       (old_spec == NULL || new_spec == NULL ||
-                        !cJSON_Compare(old_spec, new_spec, true));
+        bool changed =
+            !(old_spec == NULL && new_spec == NULL) &&
+            (old_spec == NULL || new_spec == NULL || !cJSON_Compare(old_spec, new_spec, true));
         tree_set_num(meta, "generation", gen->valuedouble + (changed ? 1 : 0));
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");

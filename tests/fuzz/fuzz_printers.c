@@ -25,10 +25,18 @@
 #define FUZZ_NOW_NS (1704070800LL * 1000000000LL)
 
 static const char *const kinds[][2] = {
-    {"", "pods"},          {"", "configmaps"},      {"", "secrets"},
-    {"", "services"},      {"", "namespaces"},      {"", "nodes"},
-    {"", "events"},        {"", "serviceaccounts"}, {"", "replicationcontrollers"},
-    {"batch", "jobs"},     {"apps", "deployments"}, {"apps", "replicasets"},
+    {"", "pods"},
+    {"", "configmaps"},
+    {"", "secrets"},
+    {"", "services"},
+    {"", "namespaces"},
+    {"", "nodes"},
+    {"", "events"},
+    {"", "serviceaccounts"},
+    {"", "replicationcontrollers"},
+    {"batch", "jobs"},
+    {"apps", "deployments"},
+    {"apps", "replicasets"},
     {"certificates.k8s.io", "certificatesigningrequests"},
 };
 

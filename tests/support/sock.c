@@ -21,8 +21,7 @@ void sock_addr_of(const char *url, struct sockaddr_in *sa)
 
     cr_assert(strncmp(url, SOCK_URL_PREFIX, strlen(SOCK_URL_PREFIX)) == 0, "url %s", url);
     p = strtoul(port, &end, 10);
-    cr_assert(end != port && (*end == '\0' || *end == '/') && p > 0 && p <= 65535, "url %s",
-              url);
+    cr_assert(end != port && (*end == '\0' || *end == '/') && p > 0 && p <= 65535, "url %s", url);
     memset(sa, 0, sizeof(*sa));
     sa->sin_family = AF_INET;
     sa->sin_port = htons((uint16_t)p);

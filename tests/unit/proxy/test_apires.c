@@ -34,8 +34,8 @@ static const struct {
     {"", "v1", "serviceaccounts", "ServiceAccount", true, "sa"},
     {"", "v1", "replicationcontrollers", "ReplicationController", true, "rc"},
     {"batch", "v1", "jobs", "Job", true, ""},
-    {"certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest",
-     false, "csr"},
+    {"certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false,
+     "csr"},
     {"apps", "v1", "deployments", "Deployment", true, "deploy"},
     {"apps", "v1", "replicasets", "ReplicaSet", true, "rs"},
 };
@@ -147,8 +147,7 @@ Test(apires, every_bookmark_body_makes_a_valid_object)
         /* no member of the body repeats kind, apiVersion, metadata or another */
         for (const cJSON *c = obj->child; c != NULL; c = c->next) {
             for (const cJSON *d = c->next; d != NULL; d = d->next) {
-                cr_assert_str_neq(c->string, d->string, "%s repeats %s", t[i].plural,
-                                  c->string);
+                cr_assert_str_neq(c->string, d->string, "%s repeats %s", t[i].plural, c->string);
             }
         }
         cJSON_Delete(obj);
@@ -216,14 +215,14 @@ Test(apires, a_custom_resource_gets_kind_singular_and_list_kind_from_its_plural)
         const char *spec, *group, *version, *plural, *singular, *kind, *list_kind;
         bool namespaced;
     } cases[] = {
-        {"example.com/v1/widgets", "example.com", "v1", "widgets", "widget", "Widget",
+        {"example.com/v1/widgets", "example.com", "v1", "widgets", "widget", "Widget", "WidgetList",
+         true},
+        {"example.com/v1alpha1/widgets:cluster", "example.com", "v1alpha1", "widgets", "widget",
+         "Widget", "WidgetList", false},
+        {"example.com/v1/widgets:namespaced", "example.com", "v1", "widgets", "widget", "Widget",
          "WidgetList", true},
-        {"example.com/v1alpha1/widgets:cluster", "example.com", "v1alpha1", "widgets",
-         "widget", "Widget", "WidgetList", false},
-        {"example.com/v1/widgets:namespaced", "example.com", "v1", "widgets", "widget",
-         "Widget", "WidgetList", true},
-        {"ops.example.com/v2/foo-bars", "ops.example.com", "v2", "foo-bars", "foo-bar",
-         "FooBar", "FooBarList", true},
+        {"ops.example.com/v2/foo-bars", "ops.example.com", "v2", "foo-bars", "foo-bar", "FooBar",
+         "FooBarList", true},
         {"x.io/v1/a.b.cs", "x.io", "v1", "a.b.cs", "a.b.c", "ABC", "ABCList", true},
         {"example.com/v1/data", "example.com", "v1", "data", "data", "Data", "DataList", true},
         {"example.com/v1/s", "example.com", "v1", "s", "s", "S", "SList", true},
@@ -257,20 +256,20 @@ Test(apires, a_custom_resource_gets_kind_singular_and_list_kind_from_its_plural)
 Test(apires, malformed_specs_are_rejected)
 {
     static const char *const bad[] = {
-        "pods",                        /* no version */
-        "",                            /* nothing */
-        "/",                           /* nothing */
-        "v1/",                         /* no plural */
-        "/v1/",                        /* no plural */
-        "example.com//widgets",        /* no version */
-        "example.com/v1/",             /* no plural */
-        "v1/Pods",                     /* upper case */
-        "Example.com/v1/widgets",      /* upper case group */
-        "example.com/V1/widgets",      /* upper case version */
-        "ex_ample.com/v1/widgets",     /* '_' */
-        "example.com/v1/wid gets",     /* space */
-        "example.com/v1/a/b",          /* a fourth segment */
-        "example.com/v1/widgets:",     /* empty scope */
+        "pods",                    /* no version */
+        "",                        /* nothing */
+        "/",                       /* nothing */
+        "v1/",                     /* no plural */
+        "/v1/",                    /* no plural */
+        "example.com//widgets",    /* no version */
+        "example.com/v1/",         /* no plural */
+        "v1/Pods",                 /* upper case */
+        "Example.com/v1/widgets",  /* upper case group */
+        "example.com/V1/widgets",  /* upper case version */
+        "ex_ample.com/v1/widgets", /* '_' */
+        "example.com/v1/wid gets", /* space */
+        "example.com/v1/a/b",      /* a fourth segment */
+        "example.com/v1/widgets:", /* empty scope */
         "example.com/v1/widgets:global",
         "example.com/v1/widgets:Cluster",
         "example.com/v1/widgets:clusterclusterclu", /* longer than any scope */

@@ -167,9 +167,8 @@ Test(config, the_last_flag_wins)
     struct vals v;
     struct out o;
 
-    cr_assert_eq(parse(&v, &o, ARGV("--test-num=1", "--test-num=2", "--test-str", "x",
-                                    "--test-str=y")),
-                 0);
+    cr_assert_eq(
+        parse(&v, &o, ARGV("--test-num=1", "--test-num=2", "--test-str", "x", "--test-str=y")), 0);
     cr_assert_eq(v.num, 2);
     cr_assert_str_eq(v.str, "y");
 }
@@ -238,8 +237,7 @@ Test(config, a_bad_environment_value_is_an_error_naming_the_variable)
     setenv("KWP_TEST_DUR", "soon", 1);
     /* even when a flag would replace it: the environment is read first */
     cr_assert_eq(parse(&v, &o, ARGV("--test-dur=1s")), -EINVAL);
-    cr_assert(strstr(o.err, "KWP_TEST_DUR: invalid duration test-dur=soon") != NULL, "%s",
-              o.err);
+    cr_assert(strstr(o.err, "KWP_TEST_DUR: invalid duration test-dur=soon") != NULL, "%s", o.err);
 }
 
 /* ---- integers ------------------------------------------------------------------------ */
@@ -268,8 +266,8 @@ Test(config, sizes_take_binary_suffixes)
         const char *in;
         int64_t want;
     } cases[] = {
-        {"4096", 4096},       {"32Ki", 32 << 10}, {"32K", 32 << 10},       {"3Mi", 3 << 20},
-        {"3M", 3 << 20},      {"8Mi", 8 << 20},   {"1", 1},
+        {"4096", 4096},  {"32Ki", 32 << 10}, {"32K", 32 << 10}, {"3Mi", 3 << 20},
+        {"3M", 3 << 20}, {"8Mi", 8 << 20},   {"1", 1},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -296,8 +294,17 @@ Test(config, gibibytes_parse_when_the_range_allows_them)
 
 Test(config, bad_sizes_are_rejected_with_a_hint)
 {
-    static const char *const bad[] = {"", "Ki", "-1", "3.5Mi", "3Ti", "3mi", "3ki", "3 Mi",
-                                      "3KiB", "0x10", "9223372036854775807Ki",
+    static const char *const bad[] = {"",
+                                      "Ki",
+                                      "-1",
+                                      "3.5Mi",
+                                      "3Ti",
+                                      "3mi",
+                                      "3ki",
+                                      "3 Mi",
+                                      "3KiB",
+                                      "0x10",
+                                      "9223372036854775807Ki",
                                       "99999999999999999999"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -318,8 +325,8 @@ Test(config, durations_in_go_syntax_and_bare_seconds)
         const char *in;
         int64_t ms;
     } cases[] = {
-        {"250ms", 250},  {"10s", 10000}, {"5m", 300000}, {"1h", 3600000}, {"1h30m", 5400000},
-        {"1m30s", 90000}, {"1.5s", 1500}, {".5s", 500},  {"2s500ms", 2500}, {"0", 0},
+        {"250ms", 250},   {"10s", 10000}, {"5m", 300000}, {"1h", 3600000},   {"1h30m", 5400000},
+        {"1m30s", 90000}, {"1.5s", 1500}, {".5s", 500},   {"2s500ms", 2500}, {"0", 0},
         {"0s", 0},        {"3", 3000},    {"0.25", 250},  {"90", 90000},
     };
 
@@ -339,17 +346,16 @@ Test(config, durations_in_go_syntax_and_bare_seconds)
 
 Test(config, bad_durations_are_rejected)
 {
-    static const char *const bad[] = {"",      "s",     "ms",    "5x",   "5S",   "10sec",
-                                      "-1s",   "-5",    "5 s",   " 5s",  "1.2.3s", "5m-1s",
-                                      "1d",    "inf",   "nan",   "-inf", "1e400",
-                                      "9999999999999999999h"};
+    static const char *const bad[] = {
+        "",    "s",      "ms",    "5x", "5S",  "10sec", "-1s",  "-5",    "5 s",
+        " 5s", "1.2.3s", "5m-1s", "1d", "inf", "nan",   "-inf", "1e400", "9999999999999999999h"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t ms = 12345;
         char arg[64];
 
-        cr_assert_eq(config_parse_duration(bad[i], &ms), -EINVAL, "\"%s\" accepted as %lld",
-                     bad[i], (long long)ms);
+        cr_assert_eq(config_parse_duration(bad[i], &ms), -EINVAL, "\"%s\" accepted as %lld", bad[i],
+                     (long long)ms);
         cr_assert_eq(ms, 12345, "\"%s\" wrote the output", bad[i]);
         snprintf(arg, sizeof(arg), "--test-dur=%s", bad[i]);
         assert_rejected(arg, "(use e.g. 250ms, 3s, 5m)");
@@ -407,8 +413,7 @@ Test(config, a_bare_boolean_flag_does_not_take_the_next_argument)
 
     /* "--test-flag false" is the flag, then a stray argument (as Go's flag package has it) */
     cr_assert_eq(parse(&v, &o, ARGV("--test-flag", "false")), -EINVAL);
-    cr_assert(strstr(o.err, "test: unexpected argument false (see --help)") != NULL, "%s",
-              o.err);
+    cr_assert(strstr(o.err, "test: unexpected argument false (see --help)") != NULL, "%s", o.err);
     cr_assert_eq(parse(&v, &o, ARGV("--test-flag", "--test-num=3")), 0);
     cr_assert(v.flag);
     cr_assert_eq(v.num, 3);
@@ -422,8 +427,7 @@ Test(config, lists_repeat_split_on_commas_and_add_to_the_environment)
     struct out o;
 
     setenv("KWP_TEST_LIST", "e1,,e2", 1);
-    cr_assert_eq(parse(&v, &o, ARGV("--test-list", "a,b", "--test-list=,c,", "--test-list=")),
-                 0);
+    cr_assert_eq(parse(&v, &o, ARGV("--test-list", "a,b", "--test-list=,c,", "--test-list=")), 0);
     cr_assert_eq(v.list.len, 5);
     cr_assert_str_eq(v.list.items[0], "e1");
     cr_assert_str_eq(v.list.items[1], "e2");
@@ -461,18 +465,17 @@ Test(config, a_flag_at_the_end_without_its_value_is_an_error)
 
 Test(config, help_prints_every_flag_with_its_twin_and_returns_1)
 {
-    static const char *const want =
-        "usage: kwp test [flags]\n"
-        "\n"
-        "What the test command does.\n"
-        "\n"
-        "flags (each has an environment twin):\n"
-        "  --test-str STR\n      a string  [KWP_TEST_STR]\n"
-        "  --test-num N\n      a number  [KWP_TEST_NUM]\n"
-        "  --test-size BYTES\n      a size  [KWP_TEST_SIZE]\n"
-        "  --test-dur DURATION\n      a duration  [KWP_TEST_DUR]\n"
-        "  --test-flag[=BOOL]\n      a switch  [KWP_TEST_FLAG]\n"
-        "  --test-list STR\n      a list  [KWP_TEST_LIST]\n";
+    static const char *const want = "usage: kwp test [flags]\n"
+                                    "\n"
+                                    "What the test command does.\n"
+                                    "\n"
+                                    "flags (each has an environment twin):\n"
+                                    "  --test-str STR\n      a string  [KWP_TEST_STR]\n"
+                                    "  --test-num N\n      a number  [KWP_TEST_NUM]\n"
+                                    "  --test-size BYTES\n      a size  [KWP_TEST_SIZE]\n"
+                                    "  --test-dur DURATION\n      a duration  [KWP_TEST_DUR]\n"
+                                    "  --test-flag[=BOOL]\n      a switch  [KWP_TEST_FLAG]\n"
+                                    "  --test-list STR\n      a list  [KWP_TEST_LIST]\n";
     struct vals v;
     struct out o;
 

@@ -193,8 +193,10 @@ static void handle(void *app, struct http_req *req)
 
 static struct http_server *server(size_t max_body, size_t conn_memory)
 {
-    struct http_server_opts o = {.listen = "127.0.0.1:0", .max_connections = 64,
-                                 .max_body = max_body, .conn_memory = conn_memory};
+    struct http_server_opts o = {.listen = "127.0.0.1:0",
+                                 .max_connections = 64,
+                                 .max_body = max_body,
+                                 .conn_memory = conn_memory};
     char err[256] = "";
     struct http_server *srv = http_server_start(&o, handle, NULL, err, sizeof(err));
 
@@ -298,8 +300,8 @@ static bool header_value(const char *resp, const char *name, char *out, size_t c
 Test(http_server, the_handler_sees_the_decoded_query_and_headers, .timeout = 30)
 {
     struct http_server *srv = server(0, 0);
-    char *r = get_close(srv, "/echo?b=2&a=1&a=3&flag&sp=a+b%20c&bad=%zz&semi=x;y&&empty=",
-                        "x-TeSt: hello\r\n");
+    char *r = get_close(
+        srv, "/echo?b=2&a=1&a=3&flag&sp=a+b%20c&bad=%zz&semi=x;y&&empty=", "x-TeSt: hello\r\n");
 
     cr_assert(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%s", r);
     cr_assert_str_eq(body_of(r), "GET /echo\n"
@@ -404,8 +406,8 @@ Test(http_server, headers_that_leave_no_room_for_the_reply_are_431, .timeout = 3
     snprintf(hdr + 6800, sizeof(hdr) - 6800, "\r\n");
     r = get_close(srv, "/echo", hdr);
     cr_assert(strncmp(r, "HTTP/1.1 431 ", 13) == 0, "%s", r);
-    cr_assert(strstr(body_of(r), "\"message\":\"request headers too large: about ") != NULL,
-              "%s", r);
+    cr_assert(strstr(body_of(r), "\"message\":\"request headers too large: about ") != NULL, "%s",
+              r);
     cr_assert(strstr(body_of(r), " bytes of the 8192 this server keeps per connection "
                                  "(--conn-memory) are needed for the request alone\",") != NULL,
               "%s", r);
@@ -610,8 +612,8 @@ Test(http_server, the_url_names_the_bound_address_and_port)
 
 Test(http_server, tls_needs_a_certificate_and_a_key_that_exist)
 {
-    struct http_server_opts o = {.listen = "127.0.0.1:0", .max_connections = 16,
-                                 .tls_cert_file = "/nonexistent/c.pem"};
+    struct http_server_opts o = {
+        .listen = "127.0.0.1:0", .max_connections = 16, .tls_cert_file = "/nonexistent/c.pem"};
     char err[256] = "";
 
     cr_assert_null(http_server_start(&o, handle, NULL, err, sizeof(err)));

@@ -43,7 +43,7 @@ struct recorder {
     int lfd;
     char url[64];
     pthread_t thread;
-    int want;                   /* connections to serve, then the thread ends */
+    int want;                     /* connections to serve, then the thread ends */
     char reqs[MAX_REQS][REQ_CAP]; /* the bytes of each request head */
 };
 
@@ -202,8 +202,8 @@ static void set_mtime(const char *path, time_t sec)
 
 Test(upstream, new_wants_an_http_or_https_url)
 {
-    static const char *const bad[] = {"", "ftp://h:1", "127.0.0.1:6443", "http:/h", "https:h",
-                                      "file:///etc/passwd", " http://h"};
+    static const char *const bad[] = {"",        "ftp://h:1",          "127.0.0.1:6443", "http:/h",
+                                      "https:h", "file:///etc/passwd", " http://h"};
     struct upstream_opts o = {0};
     char err[256];
 
@@ -250,8 +250,7 @@ Test(upstream, requests_go_to_the_base_url_plus_the_path)
     snprintf(base, sizeof(base), "%s/prefix/", r->url);
     o.url = base;
     up = up_new(&o);
-    cr_assert_eq(get(up, "/api/v1/pods?watch=1&resourceVersion=0", NULL, &code, eff,
-                     sizeof(eff)),
+    cr_assert_eq(get(up, "/api/v1/pods?watch=1&resourceVersion=0", NULL, &code, eff, sizeof(eff)),
                  CURLE_OK);
     cr_assert_eq(code, 200);
     cr_assert(strncmp(r->reqs[0], "GET /prefix/api/v1/pods?watch=1&resourceVersion=0 HTTP/1.1\r\n",
@@ -259,8 +258,7 @@ Test(upstream, requests_go_to_the_base_url_plus_the_path)
               "%s", r->reqs[0]);
     cr_assert(strstr(eff, "/prefix/api/v1/pods?watch=1&resourceVersion=0") != NULL, "%s", eff);
     cr_assert_eq(get(up, "/version", NULL, &code, NULL, 0), CURLE_OK);
-    cr_assert(strncmp(r->reqs[1], "GET /prefix/version HTTP/1.1\r\n", 30) == 0, "%s",
-              r->reqs[1]);
+    cr_assert(strncmp(r->reqs[1], "GET /prefix/version HTTP/1.1\r\n", 30) == 0, "%s", r->reqs[1]);
     upstream_free(up);
     recorder_free(r);
 }
@@ -328,27 +326,23 @@ Test(upstream, a_token_file_is_trimmed_and_reread_when_its_mtime_changes)
     write_file(path, "second-token\n");
     set_mtime(path, 1000000100);
     cr_assert_eq(get(up, "/b", NULL, &code, NULL, 0), CURLE_OK);
-    cr_assert_str_eq(header_of(r->reqs[1], "Authorization", v, sizeof(v)),
-                     "Bearer second-token");
+    cr_assert_str_eq(header_of(r->reqs[1], "Authorization", v, sizeof(v)), "Bearer second-token");
 
     /* the mtime is the signal: same mtime, the cached token stays */
     write_file(path, "third-token\n");
     set_mtime(path, 1000000100);
     cr_assert_eq(get(up, "/c", NULL, &code, NULL, 0), CURLE_OK);
-    cr_assert_str_eq(header_of(r->reqs[2], "Authorization", v, sizeof(v)),
-                     "Bearer second-token");
+    cr_assert_str_eq(header_of(r->reqs[2], "Authorization", v, sizeof(v)), "Bearer second-token");
 
     /* briefly missing (an atomic swap in progress): the last good token is kept */
     cr_assert_eq(unlink(path), 0);
     cr_assert_eq(get(up, "/d", NULL, &code, NULL, 0), CURLE_OK);
-    cr_assert_str_eq(header_of(r->reqs[3], "Authorization", v, sizeof(v)),
-                     "Bearer second-token");
+    cr_assert_str_eq(header_of(r->reqs[3], "Authorization", v, sizeof(v)), "Bearer second-token");
 
     write_file(path, "fourth-token");
     set_mtime(path, 1000000200);
     cr_assert_eq(get(up, "/e", NULL, &code, NULL, 0), CURLE_OK);
-    cr_assert_str_eq(header_of(r->reqs[4], "Authorization", v, sizeof(v)),
-                     "Bearer fourth-token");
+    cr_assert_str_eq(header_of(r->reqs[4], "Authorization", v, sizeof(v)), "Bearer fourth-token");
     upstream_free(up);
     recorder_free(r);
     unlink(path);

@@ -50,12 +50,10 @@ static inline const char *meta_str(const cJSON *obj, const char *key)
 
 /* Runs objects_prepare_create on <json>; returns rc, the result in *out (caller frees). */
 static inline int create(const char *json, const char *resource, const char *ns,
-                         const char *url_name, uint64_t rv, char **out, char *err,
-                         size_t err_len)
+                         const char *url_name, uint64_t rv, char **out, char *err, size_t err_len)
 {
     cJSON *obj = parse(json);
-    int rc = objects_prepare_create(obj, resource, ns, url_name, rv, "u-1", CREATED, err,
-                                    err_len);
+    int rc = objects_prepare_create(obj, resource, ns, url_name, rv, "u-1", CREATED, err, err_len);
 
     *out = print_free(obj);
     return rc;

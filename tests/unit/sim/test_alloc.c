@@ -18,13 +18,12 @@
 /* ---- Services ------------------------------------------------------------------------------- */
 
 /* prepare_create + alloc_service of <json> (uid <uid>) against <used>. */
-static int create_service(const char *json, const char *uid, struct alloc_used *used,
-                          cJSON **out, struct alloc_invalid *inv)
+static int create_service(const char *json, const char *uid, struct alloc_used *used, cJSON **out,
+                          struct alloc_invalid *inv)
 {
     cJSON *obj = parse(json);
 
-    cr_assert_eq(objects_prepare_create(obj, "services", "default", NULL, 1, uid, CREATED, NULL,
-                                        0),
+    cr_assert_eq(objects_prepare_create(obj, "services", "default", NULL, 1, uid, CREATED, NULL, 0),
                  0);
     *out = obj;
     return alloc_service(obj, used, inv);
@@ -36,8 +35,8 @@ static uint32_t ipv4(const char *s)
     unsigned a, b, c, d;
     char tail;
 
-    if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-        c > 255 || d > 255) {
+    if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 ||
+        d > 255) {
         return 0;
     }
     return a << 24 | b << 16 | c << 8 | d;
@@ -181,8 +180,10 @@ Test(alloc, service_ips_and_ports_in_use_or_out_of_range_are_422)
     for (size_t i = 0; i < 4; i++) {
         char json[256];
         char want[512];
-        snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"clusterIP\":"
-                                     "\"%s\"}}", out_of_range[i]);
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"clusterIP\":"
+                 "\"%s\"}}",
+                 out_of_range[i]);
         cr_assert_eq(create_service(json, "u", used, &svc, &inv), -EDOM, "%s", out_of_range[i]);
         snprintf(want, sizeof(want),
                  "Service \"s\" is invalid: spec.clusterIPs: Invalid value: []string{\"%s\"}: "

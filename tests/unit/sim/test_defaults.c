@@ -17,10 +17,10 @@
 
 /* The JSON sim/proto makes of `kubectl create deployment d1 --image=nginx` (test_proto). */
 #define KUBECTL_DEPLOYMENT                                                                         \
-    "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"d1\","          \
-    "\"labels\":{\"app\":\"d1\"}},\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels\":{"       \
-    "\"app\":\"d1\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"d1\"}},\"spec\":{"        \
-    "\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx\",\"resources\":{}}]}},"               \
+    "{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"d1\","           \
+    "\"labels\":{\"app\":\"d1\"}},\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels\":{"        \
+    "\"app\":\"d1\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"d1\"}},\"spec\":{"         \
+    "\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx\",\"resources\":{}}]}},"                \
     "\"strategy\":{}},\"status\":{}}"
 
 #define DEFAULTED_POD_SPEC_TAIL                                                                    \
@@ -63,13 +63,13 @@ Test(defaults, deployment_keeps_what_the_client_set)
                         "deployments", "ns", NULL, 3, &out, NULL, 0),
                  0);
     cr_assert(strstr(out, "\"spec\":{\"replicas\":0,\"template\":{\"metadata\":{},\"spec\":{"
-                          "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{},"
-                          DEFAULTED_CONTAINER_TAIL ",\"imagePullPolicy\":\"Never\"}],"
+                          "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{}"
+                          "," DEFAULTED_CONTAINER_TAIL ",\"imagePullPolicy\":\"Never\"}],"
                           "\"restartPolicy\":\"OnFailure\",") != NULL,
               "%s", out);
-    cr_assert(strstr(out, "\"strategy\":{\"type\":\"Recreate\"},\"revisionHistoryLimit\":0,"
-                          "\"progressDeadlineSeconds\":600},\"status\":{\"readyReplicas\":2}}") !=
-                  NULL,
+    cr_assert(strstr(out,
+                     "\"strategy\":{\"type\":\"Recreate\"},\"revisionHistoryLimit\":0,"
+                     "\"progressDeadlineSeconds\":600},\"status\":{\"readyReplicas\":2}}") != NULL,
               "%s", out);
     free(out);
 }
@@ -105,9 +105,8 @@ Test(defaults, image_pull_policy_follows_the_tag)
                  "\"containers\":[{\"name\":\"c\",\"image\":\"%s\"}]}}}}",
                  cases[i].image);
         obj = parse(json);
-        cr_assert_eq(objects_prepare_create(obj, "deployments", "ns", NULL, 1, "u", CREATED, NULL,
-                                            0),
-                     0);
+        cr_assert_eq(
+            objects_prepare_create(obj, "deployments", "ns", NULL, 1, "u", CREATED, NULL, 0), 0);
         c = cJSON_GetArrayItem(at(obj, "spec", "template", "spec", "containers", NULL), 0);
         cr_assert_str_eq(cJSON_GetObjectItem(c, "imagePullPolicy")->valuestring, cases[i].policy,
                          "%s", cases[i].image);
@@ -141,9 +140,9 @@ Test(defaults, pod_template_nested_defaults)
                  0);
     spec = at(obj, "spec", "template", "spec", NULL);
     c = cJSON_GetArrayItem(at(spec, "containers", NULL), 0);
-    cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(at(spec, "initContainers", NULL), 0),
-                            "imagePullPolicy", NULL),
-                     "IfNotPresent");
+    cr_assert_str_eq(
+        AT_STR(cJSON_GetArrayItem(at(spec, "initContainers", NULL), 0), "imagePullPolicy", NULL),
+        "IfNotPresent");
     cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(at(c, "ports", NULL), 0), "protocol", NULL), "TCP");
     cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(at(c, "ports", NULL), 1), "protocol", NULL), "UDP");
     cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(at(c, "env", NULL), 0), "valueFrom", "fieldRef",
@@ -167,17 +166,16 @@ Test(defaults, pod_template_nested_defaults)
     cr_assert(cJSON_IsString(at(cJSON_GetArrayItem(v, 2), "hostPath", "type", NULL)));
     cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(v, 2), "hostPath", "type", NULL), "");
     cr_assert_eq(AT_NUM(cJSON_GetArrayItem(v, 3), "projected", "defaultMode", NULL), 420);
-    cr_assert_eq(AT_NUM(cJSON_GetArrayItem(at(cJSON_GetArrayItem(v, 3), "projected", "sources",
-                                              NULL),
-                                           0),
-                        "serviceAccountToken", "expirationSeconds", NULL),
-                 3600);
+    cr_assert_eq(
+        AT_NUM(cJSON_GetArrayItem(at(cJSON_GetArrayItem(v, 3), "projected", "sources", NULL), 0),
+               "serviceAccountToken", "expirationSeconds", NULL),
+        3600);
     cr_assert_str_eq(
-        AT_STR(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(cJSON_GetArrayItem(v, 3), "projected",
-                                                           "sources", NULL),
-                                                        1),
-                                     "downwardAPI", "items", NULL),
-                                  0),
+        AT_STR(cJSON_GetArrayItem(
+                   at(cJSON_GetArrayItem(at(cJSON_GetArrayItem(v, 3), "projected", "sources", NULL),
+                                         1),
+                      "downwardAPI", "items", NULL),
+                   0),
                "fieldRef", "apiVersion", NULL),
         "v1");
     cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(v, 4), "ephemeral", "volumeClaimTemplate", "spec",
@@ -192,8 +190,8 @@ Test(defaults, pod_template_nested_defaults)
 
 /* The JSON sim/proto makes of `kubectl create job j1 --image=busybox`. */
 #define KUBECTL_JOB                                                                                \
-    "{\"kind\":\"Job\",\"apiVersion\":\"batch/v1\",\"metadata\":{\"name\":\"j1\"},\"spec\":{"     \
-    "\"template\":{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":\"j1\",\"image\":"         \
+    "{\"kind\":\"Job\",\"apiVersion\":\"batch/v1\",\"metadata\":{\"name\":\"j1\"},\"spec\":{"      \
+    "\"template\":{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":\"j1\",\"image\":"          \
     "\"busybox\",\"resources\":{}}],\"restartPolicy\":\"Never\"}}},\"status\":{}}"
 
 Test(defaults, job_gets_defaults_selector_and_labels)
@@ -241,14 +239,13 @@ Test(defaults, job_defaults_respect_what_was_sent)
     cr_assert_eq(AT_NUM(obj, "spec", "backoffLimit", NULL), 2147483647);
     cr_assert_str_eq(AT_STR(obj, "spec", "completionMode", NULL), "Indexed");
     cr_assert_str_eq(AT_STR(obj, "spec", "podReplacementPolicy", NULL), "Failed");
-    cr_assert_str_eq(AT_STR(cJSON_GetArrayItem(at(cJSON_GetArrayItem(at(obj, "spec",
-                                                                        "podFailurePolicy",
-                                                                        "rules", NULL),
-                                                                     0),
-                                                  "onPodConditions", NULL),
-                                               0),
-                            "status", NULL),
-                     "True");
+    cr_assert_str_eq(
+        AT_STR(cJSON_GetArrayItem(
+                   at(cJSON_GetArrayItem(at(obj, "spec", "podFailurePolicy", "rules", NULL), 0),
+                      "onPodConditions", NULL),
+                   0),
+               "status", NULL),
+        "True");
     cr_assert_eq(cJSON_GetArraySize(at(obj, "spec", "selector", "matchLabels", NULL)), 1);
     cr_assert_eq(cJSON_GetArraySize(at(obj, "spec", "template", "metadata", "labels", NULL)), 1);
     cr_assert_eq(cJSON_GetArraySize(at(obj, "metadata", "labels", NULL)), 1);
@@ -334,9 +331,9 @@ Test(defaults, workload_without_spec_gets_one_and_generation_1)
         cJSON *obj = parse("{\"metadata\":{\"name\":\"w\",\"generation\":7}}");
 
         /* the strategies set generation 1 on create whatever was sent, spec or not */
-        cr_assert_eq(objects_prepare_create(obj, workloads[i][0], "ns", NULL, 1, "u", CREATED,
-                                            NULL, 0),
-                     0, "%s", workloads[i][0]);
+        cr_assert_eq(
+            objects_prepare_create(obj, workloads[i][0], "ns", NULL, 1, "u", CREATED, NULL, 0), 0,
+            "%s", workloads[i][0]);
         cr_assert_str_eq(AT_STR(obj, "kind", NULL), workloads[i][1]);
         cr_assert(cJSON_IsObject(at(obj, "spec", NULL)), "%s", workloads[i][0]);
         cr_assert_eq(AT_NUM(obj, "metadata", "generation", NULL), 1, "%s", workloads[i][0]);

@@ -16,8 +16,8 @@
 
 /* ---- generators ----------------------------------------------------------------------------- */
 
-static const char *const generated[] = {"pods", "configmaps", "secrets", "services",
-                                        "nodes", "namespaces", "events", "deployments",
+static const char *const generated[] = {"pods",        "configmaps", "secrets", "services",
+                                        "nodes",       "namespaces", "events",  "deployments",
                                         "replicasets", "widgets"};
 
 Test(gen, generated_objects_are_valid_and_deterministic)
@@ -40,8 +40,8 @@ Test(gen, generated_objects_are_valid_and_deterministic)
         } else {
             cr_assert_null(meta_str(obj, "namespace"), "%s", res);
         }
-        labels = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+        labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                  "labels");
         if (strcmp(res, "events") != 0) { /* real Events carry no labels */
             cr_assert(cJSON_IsObject(labels) && labels->child != NULL, "%s has no labels", res);
         }
@@ -88,7 +88,7 @@ Test(gen, generated_pods_look_real_and_weigh_about_1kb)
                              "app")
                              ->valuestring,
                          "api");
-        cr_assert_eq(objects_prepare_create(pod, "pods", "default", NULL, 123456, 
+        cr_assert_eq(objects_prepare_create(pod, "pods", "default", NULL, 123456,
                                             "6f0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d", CREATED, NULL,
                                             0),
                      0);
@@ -132,9 +132,9 @@ Test(gen, mutate_pod_changes_label_or_annotation_and_status)
     const cJSON *cs;
 
     cr_assert_eq(gen_mutate(pod, 5), 0);
-    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(path(pod, "metadata", "labels"), "churn")
-                         ->valuestring,
-                     "b1");
+    cr_assert_str_eq(
+        cJSON_GetObjectItemCaseSensitive(path(pod, "metadata", "labels"), "churn")->valuestring,
+        "b1");
     cs = cJSON_GetArrayItem(path(pod, "status", "containerStatuses"), 0);
     cr_assert_eq(cJSON_GetObjectItemCaseSensitive(cs, "restartCount")->valueint, 1);
     cr_assert_eq(gen_mutate(pod, 8), 0);

@@ -112,9 +112,9 @@ Test(objects, create_generate_name)
     cJSON *b = parse("{\"metadata\":{\"generateName\":\"web-\"}}");
     cJSON *c = parse("{\"metadata\":{\"generateName\":\"web-\"}}");
 
-    cr_assert_eq(objects_prepare_create(a, "pods", "default", NULL, 5, "u-1", CREATED, err,
-                                        sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        objects_prepare_create(a, "pods", "default", NULL, 5, "u-1", CREATED, err, sizeof(err)), 0,
+        "%s", err);
     name = meta_str(a, "name");
     cr_assert_eq(strlen(name), 4 + OBJECTS_GENERATE_SUFFIX_LEN);
     cr_assert_eq(strncmp(name, "web-", 4), 0);
@@ -142,9 +142,8 @@ Test(objects, create_generate_name_cuts_a_long_prefix_to_58)
     prefix[70] = '\0';
     snprintf(json, sizeof(json), "{\"metadata\":{\"generateName\":\"%s\"}}", prefix);
     obj = parse(json);
-    cr_assert_eq(objects_prepare_create(obj, "configmaps", "default", NULL, 1, "u", CREATED, NULL,
-                                        0),
-                 0);
+    cr_assert_eq(
+        objects_prepare_create(obj, "configmaps", "default", NULL, 1, "u", CREATED, NULL, 0), 0);
     cr_assert_eq(strlen(meta_str(obj, "name")), 63);
     cr_assert_eq(strncmp(meta_str(obj, "name"), prefix, 58), 0);
     cJSON_Delete(obj);
@@ -203,9 +202,9 @@ Test(objects, create_decode_errors)
                  -EINVAL);
     cJSON_Delete(arr);
     /* custom resources must say what they are */
-    cr_assert_eq(create("{\"metadata\":{\"name\":\"w\"}}", "widgets", "default", NULL, 1, &out,
-                        NULL, 0),
-                 -EINVAL);
+    cr_assert_eq(
+        create("{\"metadata\":{\"name\":\"w\"}}", "widgets", "default", NULL, 1, &out, NULL, 0),
+        -EINVAL);
     free(out);
     cr_assert_eq(create("{\"kind\":\"Widget\",\"apiVersion\":\"example.com/v1\",\"metadata\":{"
                         "\"name\":\"w\"},\"spec\":{}}",
@@ -225,9 +224,9 @@ Test(objects, create_with_url_name_checks_it)
                  -EINVAL);
     cr_assert_str_eq(err, "the name of the object (b) does not match the name on the URL (a)");
     free(out);
-    cr_assert_eq(create("{\"metadata\":{\"name\":\"a\"}}", "configmaps", "default", "a", 1, &out,
-                        NULL, 0),
-                 0);
+    cr_assert_eq(
+        create("{\"metadata\":{\"name\":\"a\"}}", "configmaps", "default", "a", 1, &out, NULL, 0),
+        0);
     free(out);
 }
 
@@ -277,8 +276,8 @@ Test(objects, update_with_a_stale_resource_version_conflicts)
                           "again");
     free(out);
     cr_assert_eq(update("{\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"5\"}}",
-                        "{\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"x\"}}",
-                        "deployments", "ns", "d", &out, err, sizeof(err)),
+                        "{\"metadata\":{\"name\":\"d\",\"resourceVersion\":\"x\"}}", "deployments",
+                        "ns", "d", &out, err, sizeof(err)),
                  -EBUSY);
     cr_assert(strncmp(err, "Operation cannot be fulfilled on deployments.apps \"d\":", 54) == 0,
               "%s", err);
@@ -290,12 +289,13 @@ Test(objects, update_keeps_identity_and_bumps_generation_on_spec_change)
     char *out;
     char err[256];
 
-    cr_assert_eq(update(OLD_POD,
-                        "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\",\"uid\":\"forged\","
-                        "\"creationTimestamp\":\"1999-01-01T00:00:00Z\",\"generation\":40},"
-                        "\"spec\":{\"nodeName\":\"n2\"}}",
-                        "pods", "default", "a", &out, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        update(OLD_POD,
+               "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\",\"uid\":\"forged\","
+               "\"creationTimestamp\":\"1999-01-01T00:00:00Z\",\"generation\":40},"
+               "\"spec\":{\"nodeName\":\"n2\"}}",
+               "pods", "default", "a", &out, err, sizeof(err)),
+        0, "%s", err);
     cr_assert_str_eq(out, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
                           "\"namespace\":\"default\",\"uid\":\"u-old\",\"resourceVersion\":\"6\","
                           "\"generation\":2,\"creationTimestamp\":\"2024-06-01T00:00:00Z\"},"
@@ -332,9 +332,9 @@ Test(objects, update_checks_name_namespace_and_kind)
                  -EINVAL);
     cr_assert_str_eq(err, "the name of the object (b) does not match the name on the URL (a)");
     free(out);
-    cr_assert_eq(update(OLD_POD, "{\"metadata\":{}}", "pods", "default", "a", &out, err,
-                        sizeof(err)),
-                 -EINVAL);
+    cr_assert_eq(
+        update(OLD_POD, "{\"metadata\":{}}", "pods", "default", "a", &out, err, sizeof(err)),
+        -EINVAL);
     cr_assert_str_eq(err, "the name of the object (a based on URL) was undeterminable: name "
                           "must be provided");
     free(out);
@@ -390,8 +390,9 @@ Test(objects, repeated_keys_keep_their_last_value)
                           "\"creationTimestamp\":\"" CREATED "\",\"labels\":{\"a\":\"2\"}}}");
     free(out);
 
-    cr_assert_eq(update(OLD_POD, "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"},"
-                                 "\"metadata\":{\"name\":\"a\"},\"spec\":{},\"spec\":{\"nodeName\":\"n1\"}}",
+    cr_assert_eq(update(OLD_POD,
+                        "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"},"
+                        "\"metadata\":{\"name\":\"a\"},\"spec\":{},\"spec\":{\"nodeName\":\"n1\"}}",
                         "pods", "default", "a", &out, NULL, 0),
                  0, "the stale resourceVersion was in the dropped copy");
     cr_expect(strstr(out, "\"generation\":1,") != NULL, "spec unchanged: %s", out);
@@ -399,7 +400,8 @@ Test(objects, repeated_keys_keep_their_last_value)
     free(out);
 }
 
-/* ---- merge patch ------------------------------------------------------------------------------ */
+/* ---- merge patch ------------------------------------------------------------------------------
+ */
 
 /* RFC 7386 appendix A, the examples with an object target and an object patch. */
 Test(objects, merge_patch_rfc7386_examples)
