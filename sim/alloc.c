@@ -334,7 +334,7 @@ static int svc_node_ports(cJSON *spec, const char *name, const struct alloc_used
     uint8_t taken[sizeof(used->ports)];
     char field[64];
     cJSON *port;
-    double np;
+    double np = 0; /* (the analyzer cannot see that svc_node_port sets it whenever it returns 0) */
     int i = -1;
     int rc;
 
