@@ -190,6 +190,7 @@ int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned)
     out->short_names = "";
     out->bookmark_body = "";
     out->fields[0] = NULL;
+    out->field_reject_kind = NULL;
     *owned = buf;
     return 0;
 }

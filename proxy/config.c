@@ -3,12 +3,22 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/bug.h"
 #include "proxy/k8s_path.h"
+
+/* 2^63 as a double: a millisecond count must stay below it to convert to int64_t. */
+#define CONFIG_MS_LIMIT 9223372036854775808.0
+
+/* True when <ms> converts to an int64_t count: finite, not negative, below 2^63 (NaN fails). */
+static bool ms_fits(double ms)
+{
+    return ms >= 0 && ms < CONFIG_MS_LIMIT;
+}
 
 int config_parse_duration(const char *s, int64_t *ms)
 {
@@ -22,7 +32,7 @@ int config_parse_duration(const char *s, int64_t *ms)
     errno = 0;
     total = strtod(p, &end);
     if (end != p && *end == '\0') { /* bare number: seconds */
-        if (total < 0 || errno != 0) {
+        if (errno != 0 || !ms_fits(total * 1000.0)) {
             return -EINVAL;
         }
         *ms = (int64_t)(total * 1000.0);
@@ -56,6 +66,9 @@ int config_parse_duration(const char *s, int64_t *ms)
             return -EINVAL;
         }
         total += v * unit;
+    }
+    if (!ms_fits(total)) {
+        return -EINVAL;
     }
     *ms = (int64_t)total;
     return 0;

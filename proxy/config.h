@@ -37,7 +37,9 @@ struct config_opt {
 int config_parse(const struct config_opt *opts, size_t n, int argc, char **argv,
                  const char *usage, const char *description);
 
-/* Parses a Go-style duration into milliseconds. Returns 0 or -EINVAL. */
+/* Parses a Go-style duration ("250ms", "1h30m", ".5s"; a bare number is seconds) into
+ * milliseconds. Returns 0, or -EINVAL (*ms untouched) for anything else, a negative value, or
+ * one whose milliseconds do not fit an int64_t (inf, nan, 1e400 included). Any thread. */
 int config_parse_duration(const char *s, int64_t *ms);
 
 /* Frees the strings a CFG_LIST collected. */

@@ -31,7 +31,6 @@
 #include "cache/bug.h"
 #include "proxy/log.h"
 
-#define HTTP_MAX_QUERY 64
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
 #define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
@@ -198,25 +197,52 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
     log_ratelimited(&rl, 1000, LOG_LEVEL_DEBUG, "http", "msg=\"%s\"", msg);
 }
 
-/* Collects the pairs k8s_query_parse keeps into the request (at most HTTP_MAX_QUERY). */
+/* Where http_server_query_decode collects the pairs k8s_query_parse keeps. */
+struct query_sink {
+    struct k8s_query_kv *pairs;
+    size_t cap;
+    size_t n;
+    bool overflow;
+};
+
 static bool collect_arg(void *ctx, const char *key, const char *value)
 {
-    struct http_req *req = ctx;
+    struct query_sink *q = ctx;
 
-    if (req->n_query >= HTTP_MAX_QUERY) {
-        req->query_overflow = true;
+    if (q->n >= q->cap) {
+        q->overflow = true;
         return false;
     }
-    req->query[req->n_query].key = key;
-    req->query[req->n_query].value = value;
-    req->n_query++;
+    q->pairs[q->n].key = key;
+    q->pairs[q->n].value = value;
+    q->n++;
     return true;
 }
 
-/* True when header <name> carries the comma-separated token <token> (case-insensitive). */
-static bool header_has_token(struct MHD_Connection *conn, const char *name, const char *token)
+size_t http_server_query_slots(const char *raw)
 {
-    const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    size_t slots = 1;
+
+    for (const char *p = strchr(raw, '&'); p != NULL && slots <= HTTP_MAX_QUERY;
+         p = strchr(p + 1, '&')) {
+        slots++;
+    }
+    return slots > HTTP_MAX_QUERY ? HTTP_MAX_QUERY : slots;
+}
+
+size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap,
+                                bool *overflow)
+{
+    struct query_sink q = {pairs, cap, 0, false};
+
+    (void)k8s_query_parse(raw, collect_arg, &q);
+    *overflow = q.overflow;
+    return q.n;
+}
+
+bool http_server_has_token(const char *value, const char *token)
+{
+    const char *v = value;
     size_t tlen = strlen(token);
 
     while (v && *v) {
@@ -234,6 +260,12 @@ static bool header_has_token(struct MHD_Connection *conn, const char *name, cons
         v += strcspn(v, ",");
     }
     return false;
+}
+
+/* True when header <name> carries the comma-separated token <token> (case-insensitive). */
+static bool header_has_token(struct MHD_Connection *conn, const char *name, const char *token)
+{
+    return http_server_has_token(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name), token);
 }
 
 static enum MHD_Result add_item_size(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -309,24 +341,17 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
 {
     const char *raw = pre ? pre->strs : "";
     size_t rlen = strlen(raw) + 1, mlen = strlen(method) + 1, ulen = strlen(url) + 1;
-    size_t slots = 1;
+    size_t slots = http_server_query_slots(raw);
     struct http_req *req;
     char *next;
 
-    for (const char *p = strchr(raw, '&'); p != NULL && slots <= HTTP_MAX_QUERY;
-         p = strchr(p + 1, '&')) {
-        slots++;
-    }
-    if (slots > HTTP_MAX_QUERY) {
-        slots = HTTP_MAX_QUERY;
-    }
     req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen);
     req->srv = srv;
     req->conn = conn;
     req->query = (struct k8s_query_kv *)(void *)req->strs;
     next = req->strs + slots * sizeof(struct k8s_query_kv);
     memcpy(next, raw, rlen);
-    (void)k8s_query_parse(next, collect_arg, req);
+    req->n_query = http_server_query_decode(next, req->query, slots, &req->query_overflow);
     next += rlen;
     req->method = str_copy(&next, method);
     req->path = str_copy(&next, url);

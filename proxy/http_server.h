@@ -115,6 +115,33 @@ void *http_req_state(const struct http_req *req);
 void http_req_take_over(struct http_req *req, http_handle_fn *fn, void *ctx,
                         http_state_free_fn *free_fn);
 
+/* ---- request parsing (pure: what on_access reads from a request) --------------------- */
+
+/* Most query pairs a request may carry; one more is 400 "too many query parameters". */
+#define HTTP_MAX_QUERY 64
+
+/*
+ * The pairs http_server_query_decode needs room for to decode the raw query <raw> (the bytes
+ * after '?'): one per '&' plus one, at most HTTP_MAX_QUERY. Any thread.
+ */
+size_t http_server_query_slots(const char *raw);
+
+/*
+ * Decodes <raw> in place as kube-apiserver reads a query (k8s_query_parse: Go's
+ * url.ParseQuery) into <pairs>, in order, at most <cap> of them; the pairs point into <raw>.
+ * Returns how many were stored; *<overflow> says the query held more pairs than <cap> (the
+ * request is then refused). Any thread.
+ */
+size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap,
+                                bool *overflow);
+
+/*
+ * True when the header value <value> (NULL: no header) lists <token> as one of its
+ * comma-separated elements, case-insensitively, blanks around elements ignored ("keep-alive,
+ * Close" has "close"). Any thread.
+ */
+bool http_server_has_token(const char *value, const char *token);
+
 /* ---- replying (exactly one reply per request) --------------------------------------- */
 
 /* Adds a response header for the coming reply (at most 8). Strings are copied. */

@@ -1,13 +1,14 @@
 /*
- * objects.h - what the simulator does to an object on a write, as kube-apiserver's generic
- * registry does it, plus deterministic generators of realistic objects for seeding and churn.
+ * objects.h - the simulator's write rules: what it does to an object on a create, an update
+ * and a merge patch, as kube-apiserver's generic registry does it, and the kinds table it
+ * checks bodies against. kube's create-time defaults are defaults.h's, Service IPs and node
+ * ports alloc.h's, generated objects gen.h's.
  *
  * All functions work on cJSON trees the caller owns and are pure (no globals, no I/O): any
  * thread, no locks. The simulator keeps the printed bytes, never the tree (STYLE: cJSON trees
  * are temporary). cJSON holds numbers as double and prints them with %1.15g/%1.17g, so an
  * integer above 2^53 or an unusual number format would change in a round trip; the
- * simulator accepts that for the objects it writes itself, and the generators keep every
- * integer small.
+ * simulator accepts that for the objects it writes itself.
  *
  * Error codes of the write helpers, and the Status the caller answers with:
  *   -EINVAL  400 BadRequest   (namespace or name mismatch, wrong kind, not an object)
@@ -64,33 +65,12 @@ const char *objects_kind(const char *plural);
  * resourceVersion=<rv> as a decimal string, removes deletionTimestamp,
  * deletionGracePeriodSeconds and selfLink, sets generation 1 when the object has a "spec"
  * (except Namespace, Node and Service, whose strategies never set it; others drop any
- * generation sent), folds a Secret's stringData into data (base64) as the apiserver does,
- * and gives a Namespace what its strategy does: status {"phase":"Active"}, the "kubernetes"
- * spec finalizer and the label kubernetes.io/metadata.name=<name>.
+ * generation sent) and folds a Secret's stringData into data (base64) as the apiserver does.
  * A key repeated in the body keeps its last value, at every level (Go's rule for maps and
  * unstructured objects; Go merges a repeated typed sub-object such as metadata, this does
  * not), so the stored object never has two members of one name.
- * Built-in Deployments, ReplicaSets, ReplicationControllers, Jobs, Services and
- * ServiceAccounts get what kube-apiserver's v1 defaulting and create strategies add, then
- * Go's member order (proto_order): replicas 1, the RollingUpdate strategy (25%/25%),
- * revisionHistoryLimit 10, progressDeadlineSeconds 600; a pod template's restartPolicy
- * Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, securityContext {},
- * schedulerName default-scheduler, and per container imagePullPolicy (Always for :latest or
- * no tag, else IfNotPresent), terminationMessagePath/Policy, resources {}, port protocol TCP,
- * probe timings, HTTP probe path and scheme, volume defaultMode 420 and the other volume
- * defaults; a Job's completions/parallelism 1, backoffLimit 6, completionMode NonIndexed,
- * suspend false, podReplacementPolicy, manualSelector false and, unless manualSelector is
- * true or a selector was sent (which kube-apiserver would refuse), the generated selector on
- * batch.kubernetes.io/controller-uid=<uid> with the job-name and controller-uid template
- * labels (legacy and batch.kubernetes.io/ forms), copied to the Job's labels when it has
- * none; a ReplicationController's selector and labels from its template; a Service's
- * sessionAffinity None (ClientIP: timeout 10800), type ClusterIP, port protocol TCP,
- * targetPort = port, externalTrafficPolicy Cluster when externally reachable,
- * internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true and status.loadBalancer
- * {} (its IPs and node ports come from objects_service_allocate); a ServiceAccount's secret
- * references reduced to their names. Unlike kube-apiserver, whose strategies clear a status
- * sent on create, the simulator keeps it (it has no controllers: tests and demos create
- * objects in the state they want to see); an empty one is printed as Go prints it.
+ * Then kube's create-time defaults (defaults_apply: a Namespace's strategy, the workload
+ * kinds' v1 defaults; a Service's IPs and node ports come from alloc_service afterwards).
  * Update does none of this (a PATCH applies to the defaulted object).
  * Returns 0 or a code from the table above with the message in <err> (err_len bytes, may
  * be 0). <obj> may be partly modified on error. Any thread.
@@ -98,46 +78,6 @@ const char *objects_kind(const char *plural);
 int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
                            const char *name_from_url, uint64_t rv, const char *uid,
                            const char *created, char *err, size_t err_len);
-
-/* ---- Services: cluster IPs and node ports ----------------------------------------------- */
-
-/* A 422 Invalid with one cause, as kube-apiserver's field.Error makes it. */
-struct objects_invalid {
-    char message[640]; /* Service "s1" is invalid: <field>: <detail> */
-    char field[64];    /* spec.clusterIPs, spec.ports[0].nodePort, ... */
-    char reason[32];   /* FieldValueInvalid, FieldValueForbidden */
-    char detail[512];  /* Invalid value: 30080: provided port is already allocated */
-};
-
-/* The cluster IPs and node ports the existing Services hold: an opaque bitmap of the
- * 10.96.0.0/12 range and of ports 30000-32767 (about 128 KiB). _new never returns NULL
- * (aborts on OOM); the caller frees it with objects_svc_used_free (NULL is a no-op). */
-struct objects_svc_used;
-struct objects_svc_used *objects_svc_used_new(void);
-void objects_svc_used_free(struct objects_svc_used *used);
-
-/* Records the IPv4 cluster IPs in range, node ports and health check port of <svc>. */
-void objects_svc_used_add(struct objects_svc_used *used, const cJSON *svc);
-
-/*
- * Completes a Service <svc> that objects_prepare_create prepared (its metadata.uid seeds the
- * choices) as kube-apiserver's Service REST create does on a single-stack IPv4 cluster with
- * --service-cluster-ip-range 10.96.0.0/12 and --service-node-port-range 30000-32767:
- * ExternalName services get nothing; clusterIP and clusterIPs[0] are made to agree;
- * ipFamilyPolicy defaults to SingleStack (RequireDualStack for a headless service without
- * a selector) and ipFamilies to ["IPv4"] (["IPv4","IPv6"] for that headless case); a headless
- * service (clusterIP "None") gets clusterIPs ["None"]; others keep the IP they ask for if it
- * is in range and not in <used>, else get a free one from the upper part of the range
- * (addresses below 10.96.1.1 are left for users to pick); NodePort and LoadBalancer services
- * (unless allocateLoadBalancerNodePorts is false) get a node port per port, ports with the
- * same number sharing one; a LoadBalancer with externalTrafficPolicy Local gets a
- * healthCheckNodePort. Members end in Go's order (proto_order).
- * Returns 0, or -EDOM with <inv> filled (422 Invalid): an IP or port out of range or
- * already allocated, a node port on a ClusterIP service, RequireDualStack or an IPv6
- * family. <svc> may be partly changed on error. Any thread; <used> is only read.
- */
-int objects_service_allocate(cJSON *svc, const struct objects_svc_used *used,
-                             struct objects_invalid *inv);
 
 /*
  * Prepares <new_obj>, the body of an update (PUT, or a patched copy of <old_obj>) of the
@@ -175,33 +115,5 @@ int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *res
  * kept as ordinary members. Returns 0 or -EINVAL. Any thread.
  */
 int objects_merge_patch(cJSON *target, const cJSON *patch);
-
-/* ---- generators ------------------------------------------------------------------------ */
-
-/*
- * Builds a realistic object of <resource> named <name> in namespace <ns> (ignored for
- * cluster-scoped kinds, may be NULL), as a client would create it, plus a plausible status:
- * pods (~1 KB: labels app=<app> and pod-template-hash, one container, spec.nodeName,
- * status.phase, podIP, conditions, containerStatuses), configmaps, secrets, services (and
- * default/kubernetes as kube-apiserver keeps it: 10.96.0.1, https 443 -> 6443),
- * nodes, namespaces, events, deployments, replicasets; any other resource gets kind
- * CamelCase(plural minus a trailing "s") (apires_parse_spec's rule), labels, a small spec and
- * status, and no apiVersion (the caller knows the group). No uid, resourceVersion or
- * creationTimestamp: objects_prepare_create adds those. The same arguments always give the
- * same object. Returns a new tree the caller owns (cJSON_Delete); never NULL (aborts on
- * OOM). Any thread.
- */
-cJSON *objects_generate(const char *resource, const char *ns, const char *name, unsigned seed);
-
-/*
- * A churn update of a generated (or any) object, deterministic in <seed>: an odd seed sets
- * label "churn" = "b<seed % 4>" (which moves the object in and out of label selectors), an
- * even seed sets annotation "kwp.io/churn" = "<seed>"; and one status-like field changes:
- * Pod restartCount and Ready condition, Deployment/ReplicaSet ready and available replica
- * counts, Node heartbeat time, Event count and lastTimestamp, ConfigMap/Secret data "rev",
- * Namespace and Service nothing more, other kinds status.churn. Returns 0, or -EINVAL when
- * <obj> is not an object. Any thread.
- */
-int objects_mutate(cJSON *obj, unsigned seed);
 
 #endif

@@ -35,6 +35,8 @@
 #include "proxy/k8s_path.h"
 #include "proxy/kube_json.h"
 #include "proxy/log.h"
+#include "sim/alloc.h"
+#include "sim/gen.h"
 #include "sim/objects.h"
 #include "sim/proto.h"
 
@@ -406,7 +408,7 @@ static void create_error(struct kstatus *st, const struct apires *ar, int rc, co
 }
 
 /* Gives the Service <obj> its cluster IP and node ports, unique among the stored Services
- * (objects_service_allocate); -EDOM with a 422 in <st> otherwise. Under the lock, which
+ * (alloc_service); -EDOM with a 422 in <st> otherwise. Under the lock, which
  * serialises allocations. The used set is rebuilt from the store each time, so the store is
  * the only record (deletes and updates need no bookkeeping); it costs a parse per stored
  * Service (measured: a create takes 0.4 ms with 100 Services, 19 ms with 3000), and
@@ -416,8 +418,8 @@ static int allocate_service(struct apires *ar, cJSON *obj, struct kstatus *st)
     /* <st> borrows its cause strings: they live here until this thread's next failed Service
      * create, which can only come after the reply that uses them (one request at a time per
      * thread). */
-    static _Thread_local struct objects_invalid inv;
-    struct objects_svc_used *used = objects_svc_used_new();
+    static _Thread_local struct alloc_invalid inv;
+    struct alloc_used *used = alloc_used_new();
     struct snapshot *snap;
     uint64_t snap_rv;
     int rc;
@@ -427,13 +429,13 @@ static int allocate_service(struct apires *ar, cJSON *obj, struct kstatus *st)
         const struct blob *b = snapshot_at(snap, i);
         cJSON *svc = cJSON_ParseWithLength(b->data, b->len);
         if (svc != NULL) {
-            objects_svc_used_add(used, svc);
+            alloc_used_add(used, svc);
             cJSON_Delete(svc);
         }
     }
     snapshot_unref(snap);
-    rc = objects_service_allocate(obj, used, &inv);
-    objects_svc_used_free(used);
+    rc = alloc_service(obj, used, &inv);
+    alloc_used_free(used);
     if (rc != 0) {
         kstatus_set(st, 422, "Invalid", "%s", inv.message);
         st->name = obj_name(obj);
@@ -1101,7 +1103,7 @@ static void seed_one(struct sim *s, const char *plural, const char *ns, const ch
     pthread_mutex_lock(&s->lock);
     unsigned seed = (unsigned)sim_rand(s);
     pthread_mutex_unlock(&s->lock);
-    obj = objects_generate(plural, ns, name, seed);
+    obj = gen_object_new(plural, ns, name, seed);
     if (!obj) {
         return;
     }
@@ -1190,7 +1192,7 @@ static void churn_once(struct sim *s, uint64_t *next_id)
         if (cur && obj && old) {
             uint64_t rev = atomic_load(&s->revision) + 1;
             char err[256];
-            objects_mutate(obj, seed);
+            gen_mutate(obj, seed);
             if (objects_prepare_update(obj, old, "pods", NULL, NULL, rev, err, sizeof(err)) == 0) {
                 stamp(s, obj);
                 struct blob *b = to_blob(pods, obj);

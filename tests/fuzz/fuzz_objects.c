@@ -20,7 +20,7 @@
  *  - objects_prepare_update of the patched copy (or of BODY again) over the created object:
  *    0, -EINVAL or -EBUSY with a message; a success has no repeated key, keeps the stored uid
  *    and creationTimestamp, sets the new resourceVersion, and moves generation by 0 or 1;
- *  - objects_mutate on the result: 0 and still printable.
+ *  - gen_mutate on the result: 0 and still printable.
  */
 #include <errno.h>
 #include <math.h>
@@ -31,6 +31,7 @@
 
 #include <cJSON.h>
 
+#include "sim/gen.h"
 #include "sim/objects.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -225,8 +226,8 @@ static void check_update(const cJSON *stored, const cJSON *body, const char *res
             CHECK(gen == NULL);
         }
         check_printable(upd);
-        CHECK(objects_mutate(upd, 7) == 0);
-        CHECK(objects_mutate(upd, 8) == 0);
+        CHECK(gen_mutate(upd, 7) == 0);
+        CHECK(gen_mutate(upd, 8) == 0);
         check_printable(upd);
     }
     cJSON_Delete(upd);

@@ -22,13 +22,13 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
 #include "tests/support/http.h"
+#include "tests/support/nap.h"
 #include "tests/support/proc.h"
 
 #define T_TIMEOUT 90 /* one value per file (Criterion leaks under ASan otherwise) */
@@ -50,14 +50,6 @@ struct run {
     int status;  /* exit code, 128 + signal, or -1 when it had to be killed */
     cJSON *json; /* parsed --json file, NULL when absent */
 };
-
-static void nap(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static void srv_start(struct srv *s, const char *cmd, const char *const *args)
 {

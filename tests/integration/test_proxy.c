@@ -17,14 +17,10 @@
  * Status bodies are compared byte for byte, trailing "\n" included (Go's encoder writes it).
  * Waits are bounded polls or deadlines, never fixed sleeps for readiness.
  */
-#define _GNU_SOURCE /* accept4, memmem */
-#include <arpa/inet.h>
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -41,7 +36,10 @@
 #include "tests/support/api.h"
 #include "tests/support/http.h"
 #include "tests/support/json.h"
+#include "tests/support/nap.h"
 #include "tests/support/proc.h"
+#include "tests/support/relay.h"
+#include "tests/support/sock.h"
 #include "tests/support/srv.h"
 
 #define REQ_MS 15000L    /* one request */
@@ -50,14 +48,6 @@
 #define URL_CAP 4096
 
 /* ---- processes ---------------------------------------------------------------------- */
-
-static void nap(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* Polls <cond> every POLL_MS until true or <ms> passed; <ok> gets the last value. */
 #define WAIT_FOR(ok, cond, ms)                                                          \
@@ -234,262 +224,21 @@ static void expect_no_error_event(struct watch *w, const char *what)
     "\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\","         \
     "\"details\":{\"retryAfterSeconds\":1},\"code\":429}"
 
-/* ---- a TCP relay between proxy and sim (fault injection) ----------------------------- */
-
-struct relay {
-    int lfd;
-    char url[64];
-    struct sockaddr_in up;
-    pthread_t acceptor;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool hold;     /* stop reading from the sim: its bytes stay in flight */
-    bool reset;    /* reset new connections at once */
-    bool stop;
-    unsigned gen;  /* relay_cut bumps it; pairs of an older generation are reset */
-    int live;      /* pair threads running */
-};
-
-struct pair {
-    struct relay *r;
-    int a; /* proxy side */
-    int b; /* sim side */
-    unsigned gen;
-};
-
-/* Closes with an RST (SO_LINGER 0): the peer sees a broken connection, not an end. */
-static void reset_fd(int fd)
-{
-    struct linger lg = {1, 0};
-
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    close(fd);
-}
-
-static bool send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k <= 0) {
-            return false;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
-
-static bool pump(int from, int to)
-{
-    char buf[65536];
-    ssize_t k = recv(from, buf, sizeof(buf), 0);
-
-    return k > 0 && send_all(to, buf, (size_t)k);
-}
-
-static void *pair_main(void *arg)
-{
-    struct pair *p = arg;
-    struct relay *r = p->r;
-
-    for (;;) {
-        struct pollfd pf[2];
-        bool hold, cut;
-        int n;
-
-        pthread_mutex_lock(&r->mu);
-        hold = r->hold;
-        cut = r->stop || r->gen != p->gen;
-        pthread_mutex_unlock(&r->mu);
-        if (cut) {
-            break;
-        }
-        pf[0] = (struct pollfd){.fd = p->a, .events = POLLIN};
-        pf[1] = (struct pollfd){.fd = hold ? -1 : p->b, .events = POLLIN};
-        n = poll(pf, 2, (int)POLL_MS);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 || (pf[0].revents && !pump(p->a, p->b))) {
-            break;
-        }
-        if (pf[1].revents) {
-            bool ok = true;
-
-            /* Under the lock, so that once relay_set(hold) returns nothing more is passed. */
-            pthread_mutex_lock(&r->mu);
-            if (!r->hold && r->gen == p->gen) {
-                ok = pump(p->b, p->a);
-            }
-            pthread_mutex_unlock(&r->mu);
-            if (!ok) {
-                break;
-            }
-        }
-    }
-    reset_fd(p->a);
-    reset_fd(p->b);
-    pthread_mutex_lock(&r->mu);
-    r->live--;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    free(p);
-    return NULL;
-}
-
-static void relay_take(struct relay *r, int c)
-{
-    struct pair *p;
-    pthread_t t;
-    int u;
-
-    pthread_mutex_lock(&r->mu);
-    if (r->reset) {
-        pthread_mutex_unlock(&r->mu);
-        reset_fd(c);
-        return;
-    }
-    pthread_mutex_unlock(&r->mu);
-    u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (u < 0 || connect(u, (struct sockaddr *)&r->up, sizeof(r->up)) != 0) {
-        if (u >= 0) {
-            reset_fd(u);
-        }
-        reset_fd(c);
-        return;
-    }
-    p = calloc(1, sizeof(*p));
-    cr_assert_not_null(p);
-    p->r = r;
-    p->a = c;
-    p->b = u;
-    pthread_mutex_lock(&r->mu);
-    p->gen = r->gen;
-    r->live++;
-    pthread_mutex_unlock(&r->mu);
-    cr_assert_eq(pthread_create(&t, NULL, pair_main, p), 0);
-    pthread_detach(t);
-}
-
-static void *relay_main(void *arg)
-{
-    struct relay *r = arg;
-
-    for (;;) {
-        struct pollfd pf = {.fd = r->lfd, .events = POLLIN};
-        bool stop;
-        int c;
-
-        pthread_mutex_lock(&r->mu);
-        stop = r->stop;
-        pthread_mutex_unlock(&r->mu);
-        if (stop) {
-            return NULL;
-        }
-        if (poll(&pf, 1, (int)POLL_MS) <= 0) {
-            continue;
-        }
-        c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (c >= 0) {
-            relay_take(r, c);
-        }
-    }
-}
-
-/* Parses "http://127.0.0.1:PORT". */
-static void addr_of(const char *url, struct sockaddr_in *sa)
-{
-    const char *colon = strrchr(url, ':');
-
-    cr_assert(strncmp(url, "http://127.0.0.1:", 17) == 0 && colon != NULL, "url %s", url);
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)json_u64(colon + 1));
-    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-}
-
-static struct relay *relay_new(const char *upstream_url)
-{
-    struct relay *r = calloc(1, sizeof(*r));
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t len = sizeof(sa);
-
-    cr_assert_not_null(r);
-    addr_of(upstream_url, &r->up);
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    cr_assert_geq(r->lfd, 0);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0, "relay bind: %s",
-                 strerror(errno));
-    cr_assert_eq(listen(r->lfd, 128), 0);
-    cr_assert_eq(getsockname(r->lfd, (struct sockaddr *)&sa, &len), 0);
-    snprintf(r->url, sizeof(r->url), "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-    cr_assert_eq(pthread_create(&r->acceptor, NULL, relay_main, r), 0);
-    return r;
-}
-
-static void relay_set(struct relay *r, bool *flag, bool v)
-{
-    pthread_mutex_lock(&r->mu);
-    *flag = v;
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Resets every open connection (whatever is in flight is lost), then stops holding. */
-static void relay_cut(struct relay *r)
-{
-    pthread_mutex_lock(&r->mu);
-    r->gen++;
-    r->hold = false;
-    pthread_mutex_unlock(&r->mu);
-}
-
-static void relay_free(struct relay *r)
-{
-    struct timespec dl;
-
-    pthread_mutex_lock(&r->mu);
-    r->stop = true;
-    pthread_mutex_unlock(&r->mu);
-    pthread_join(r->acceptor, NULL);
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 5;
-    pthread_mutex_lock(&r->mu);
-    while (r->live > 0 && pthread_cond_timedwait(&r->cv, &r->mu, &dl) == 0) {
-    }
-    cr_assert_eq(r->live, 0, "relay threads still running");
-    pthread_mutex_unlock(&r->mu);
-    close(r->lfd);
-    free(r);
-}
-
 /* ---- raw sockets: readers that stop reading ---------------------------------------- */
 
 /* Connects to <base> with SO_RCVBUF <rcvbuf> set before connect and sends a GET. */
 static int raw_get(const char *base, int rcvbuf, const char *path)
 {
-    struct sockaddr_in sa;
     char rq[URL_CAP + 256];
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = sock_connect(base, rcvbuf);
     int n;
 
-    cr_assert_geq(fd, 0);
-    addr_of(base, &sa);
-    cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect %s: %s", base,
-                 strerror(errno));
     n = snprintf(rq, sizeof(rq),
                  "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: " HTTP_USER_AGENT
                  "\r\nAccept: application/json\r\n\r\n",
                  path);
     cr_assert(n > 0 && (size_t)n < sizeof(rq));
-    cr_assert(send_all(fd, rq, (size_t)n));
+    cr_assert(sock_send_all(fd, rq, (size_t)n));
     return fd;
 }
 
@@ -1390,13 +1139,14 @@ static void upstream_up(struct upstream *u, enum break_how how, const char *reso
     if (how == BREAK_RELAY) {
         u->rl = relay_new(u->sim.url);
     }
-    proxy_up(&u->px, how == BREAK_RELAY ? u->rl->url : u->sim.url, ARGS("--resources", resources));
+    proxy_up(&u->px, how == BREAK_RELAY ? relay_url(u->rl) : u->sim.url,
+             ARGS("--resources", resources));
 }
 
 static void break_begin(struct upstream *u, const char *resource)
 {
     if (u->how == BREAK_RELAY) {
-        relay_set(u->rl, &u->rl->hold, true);
+        relay_hold(u->rl, true);
     } else {
         struct http_resp r;
         char path[128];
@@ -2389,9 +2139,9 @@ Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 180)
 
     sim_up(&sim, ARGS("--objects", "8", "--namespaces", "1", "--churn", "0"));
     rl = relay_new(sim.url);
-    proxy_up(&px, rl->url, ARGS("--resources", "pods"));
+    proxy_up(&px, relay_url(rl), ARGS("--resources", "pods"));
     get(sim.url, "/api/v1/pods?resourceVersion=0", &s);
-    relay_set(rl, &rl->reset, true);
+    relay_refuse(rl, true);
     relay_cut(rl);
     WAIT_FOR(ok, get_code(px.url, "/readyz") == 503, 20000);
     cr_assert(ok, "/readyz 503 once the upstream is gone");
@@ -2407,7 +2157,7 @@ Test(proxy, upstream_gone_after_sync_serves_rv0_not_ready, .timeout = 180)
     http_resp_free(&s);
 
     /* Upstream back: ready again. */
-    relay_set(rl, &rl->reset, false);
+    relay_refuse(rl, false);
     srv_wait_ready(&px, READY_MS);
     srv_stop(&px, "kwp proxy");
     relay_free(rl);

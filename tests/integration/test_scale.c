@@ -14,9 +14,7 @@
  * where the HTTP framing itself is what is tested. No timing or memory figure is asserted.
  */
 #define _GNU_SOURCE /* memmem */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -26,14 +24,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
 #include "tests/support/http.h"
+#include "tests/support/nap.h"
 #include "tests/support/proc.h"
+#include "tests/support/sock.h"
 
 #define T_TIMEOUT 120 /* one value per file */
 #define REQ_MS 15000L
@@ -44,14 +43,6 @@ struct srv {
     struct proc *p;
     char url[256];
 };
-
-static void nap_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* kwp <cmd> --listen 127.0.0.1:0 [--upstream <up>] <args...>; a proxy is waited ready. */
 static void start(struct srv *s, const char *cmd, const char *up, const char *const *args)
@@ -74,7 +65,7 @@ static void start(struct srv *s, const char *cmd, const char *up, const char *co
         code = http_get(url, 2000, &r) == 0 ? r.code : 0;
         http_resp_free(&r);
         if (code != 200) {
-            nap_ms(20);
+            nap(20);
         }
     }
     cr_assert_eq(code, 200, "proxy %s not ready", s->url);
@@ -190,21 +181,9 @@ static char *event_data(const char *line, char *type, size_t type_cap)
 /* Connects to <base> (http://127.0.0.1:PORT) and sends <request> whole. */
 static int raw_send(const char *base, const char *request)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    const char *port = strrchr(base, ':');
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    size_t off = 0, len = strlen(request);
+    int fd = sock_connect(base, 0);
 
-    cr_assert(fd >= 0 && port);
-    sa.sin_port = htons((uint16_t)strtoul(port + 1, NULL, 10));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect: %s",
-                 strerror(errno));
-    while (off < len) {
-        ssize_t k = send(fd, request + off, len - off, MSG_NOSIGNAL);
-        cr_assert_gt(k, 0, "send: %s", strerror(errno));
-        off += (size_t)k;
-    }
+    cr_assert(sock_send_all(fd, request, strlen(request)), "send: %s", strerror(errno));
     return fd;
 }
 
@@ -478,7 +457,7 @@ Test(scale, quiet_watch_delivers_after_releasing_its_buffer, .timeout = T_TIMEOU
     w = watch_open(url, 120000);
     cr_assert_eq(watch_wait_status(w, REQ_MS), 200);
     cr_assert_eq(watch_wait_lines(w, 1, REQ_MS), 0, "the initial event");
-    nap_ms(6500); /* longer than the 5 s after which a quiet watch releases its buffer */
+    nap(6500); /* longer than the 5 s after which a quiet watch releases its buffer */
     cm_post(sim.url, "q", "second", text);
     cm_post(sim.url, "q", "third", "small");
     cr_assert_eq(watch_wait_lines(w, 3, REQ_MS), 0, "two events after the quiet time");
@@ -562,7 +541,7 @@ static bool log_shows(const struct proc *p, const char *needle)
     uint64_t end = http_now_ms() + READY_MS;
 
     while (!proc_log_has(p, needle) && http_now_ms() < end) {
-        nap_ms(50);
+        nap(50);
     }
     return proc_log_has(p, needle);
 }

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -25,6 +24,7 @@
 #include "tests/support/api.h"
 #include "tests/support/http.h"
 #include "tests/support/json.h"
+#include "tests/support/nap.h"
 #include "tests/support/proc.h"
 #include "tests/support/srv.h"
 
@@ -2123,11 +2123,7 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
         if (open == 0) {
             break;
         }
-        {
-            struct timespec pause = { 0, 20 * 1000000L };
-
-            nanosleep(&pause, NULL);
-        }
+        nap(20);
         cr_assert_lt(http_now_ms(), deadline, "watches_open still %" PRIu64 " 3 s after the "
                      "stream ended", open);
     }

@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "tests/support/http.h"
+#include "tests/support/nap.h"
 
 #define SRV_ARGV_CAP 64
 #define SRV_POLL_MS 20L
@@ -49,15 +50,6 @@ void srv_stop(struct srv *s, const char *what)
     st = proc_stop(s->p);
     s->p = NULL;
     cr_assert_eq(st, 0, "%s exited with status %d (0 expected after SIGTERM)", what, st);
-}
-
-/* Sleeps <ms> milliseconds (restarted on EINTR): the pause between two polls. */
-static void nap(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }
 
 /* True when GET <s>/readyz answers 200 within 3 s. */
