@@ -24,8 +24,8 @@ struct demo {
     struct sim *sim; /* NULL until started */
 };
 
-static const char *demo_sim_start(void *ctx, int64_t bookmark_interval_ms,
-                                  int64_t watch_max_lag_ms, char *err, size_t err_len)
+static const char *demo_sim_start(void *ctx, int64_t bookmark_interval_ms, int64_t watch_max_lag_ms,
+                                  char *err, size_t err_len)
 {
     struct demo *d = ctx;
     struct sim_opts so;
@@ -91,7 +91,10 @@ int demo_proxy_main(int argc, char **argv)
         .description =
             "The caching list/watch proxy. Upstream: --upstream, --kubeconfig, $KUBECONFIG,\n"
             "the in-cluster service account, ~/.kube/config; with none, the embedded simulator.",
-        .embedded = {.name = "simulator", .start = demo_sim_start, .stop = demo_sim_stop, .ctx = &d},
+        .embedded = {.name = "simulator",
+                     .start = demo_sim_start,
+                     .stop = demo_sim_stop,
+                     .ctx = &d},
     };
 
     return proxy_main(argc, argv, &cmd);

@@ -50,10 +50,10 @@ struct discovery {
     atomic_bool upstream_ok; /* the last probe (or discovery) of upstream succeeded */
     atomic_bool stop;
     pthread_t thread;
-    bool started;           /* owner's thread only */
-    pthread_mutex_t mu;     /* with cv: wakes the discovery thread early */
+    bool started;       /* owner's thread only */
+    pthread_mutex_t mu; /* with cv: wakes the discovery thread early */
     pthread_cond_t cv;
-    bool wanted;            /* under mu */
+    bool wanted; /* under mu */
 };
 
 struct body {
@@ -264,8 +264,7 @@ static void *disc_main(void *arg)
                                 upstream_url(d->up));
             }
             disc_ok = rc == 0;
-            next_disc = clock_mono_ms() +
-                        (disc_ok ? DISCOVERY_REFRESH_MS : DISCOVERY_RETRY_MS);
+            next_disc = clock_mono_ms() + (disc_ok ? DISCOVERY_REFRESH_MS : DISCOVERY_RETRY_MS);
         }
         if (now >= next_probe) {
             bool ok = probe(d);
@@ -273,8 +272,10 @@ static void *disc_main(void *arg)
                 if (ok) {
                     log_info("proxy", "upstream=%s msg=\"upstream answers\"", upstream_url(d->up));
                 } else {
-                    log_warn("proxy", "upstream=%s msg=\"upstream does not answer: not ready, "
-                             "serving from the cache\"", upstream_url(d->up));
+                    log_warn("proxy",
+                             "upstream=%s msg=\"upstream does not answer: not ready, "
+                             "serving from the cache\"",
+                             upstream_url(d->up));
                 }
             }
             atomic_store(&d->upstream_ok, ok);
@@ -310,13 +311,29 @@ void discovery_poke(struct discovery *d)
 
 bool discovery_is_builtin_group(const char *g)
 {
-    static const char *const groups[] = {
-        "", "apps", "batch", "autoscaling", "policy", "rbac.authorization.k8s.io",
-        "networking.k8s.io", "storage.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-        "events.k8s.io", "node.k8s.io", "scheduling.k8s.io", "certificates.k8s.io",
-        "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io",
-        "flowcontrol.apiserver.k8s.io", "resource.k8s.io", "storagemigration.k8s.io",
-        "internal.apiserver.k8s.io", "authentication.k8s.io", "authorization.k8s.io"};
+    static const char *const groups[] = {"",
+                                         "apps",
+                                         "batch",
+                                         "autoscaling",
+                                         "policy",
+                                         "rbac.authorization.k8s.io",
+                                         "networking.k8s.io",
+                                         "storage.k8s.io",
+                                         "coordination.k8s.io",
+                                         "discovery.k8s.io",
+                                         "events.k8s.io",
+                                         "node.k8s.io",
+                                         "scheduling.k8s.io",
+                                         "certificates.k8s.io",
+                                         "admissionregistration.k8s.io",
+                                         "apiextensions.k8s.io",
+                                         "apiregistration.k8s.io",
+                                         "flowcontrol.apiserver.k8s.io",
+                                         "resource.k8s.io",
+                                         "storagemigration.k8s.io",
+                                         "internal.apiserver.k8s.io",
+                                         "authentication.k8s.io",
+                                         "authorization.k8s.io"};
     for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
         if (strcmp(g, groups[i]) == 0) {
             return true;
@@ -336,8 +353,7 @@ static struct apires *apires_from_disc(const struct disc_entry *d, const struct 
     if (b) {
         return apires_new(b, NULL, ro);
     }
-    len = strlen(d->group) + strlen(d->version) + 2 * strlen(d->plural) + 2 * strlen(d->kind) +
-          16;
+    len = strlen(d->group) + strlen(d->version) + 2 * strlen(d->plural) + 2 * strlen(d->kind) + 16;
     buf = xmalloc(len);
     w = buf;
 #define PUT(field, s)                                                                              \

@@ -98,7 +98,8 @@ static bool never_cached(const struct proxy *p, const char *group, const char *p
     if (p->o.cache_events) {
         return false;
     }
-    return strcmp(plural, "events") == 0 && (group[0] == '\0' || strcmp(group, "events.k8s.io") == 0);
+    return strcmp(plural, "events") == 0 &&
+           (group[0] == '\0' || strcmp(group, "events.k8s.io") == 0);
 }
 
 static struct ring_opts ring_opts_of(const struct proxy *p)
@@ -213,7 +214,6 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
     }
     return true;
 }
-
 
 /* ---- routing --------------------------------------------------------------------------- */
 
@@ -348,8 +348,8 @@ static void proxy_stop(struct proxy *p)
     free(p);
 }
 
-static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstream_url,
-                                 char *err, size_t err_len)
+static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstream_url, char *err,
+                                 size_t err_len)
 {
     struct proxy *p = xcalloc(1, sizeof(*p));
     struct upstream_opts uo = {0};
@@ -394,8 +394,10 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
         log_info("proxy", "upstream=%s resources=%zu msg=\"upstream discovery loaded\"",
                  upstream_url, discovery_len(p->disc));
     } else {
-        log_warn("proxy", "upstream=%s msg=\"upstream unreachable at start; serving what can be "
-                 "served and retrying\"", upstream_url);
+        log_warn("proxy",
+                 "upstream=%s msg=\"upstream unreachable at start; serving what can be "
+                 "served and retrying\"",
+                 upstream_url);
     }
     for (size_t i = 0; i < o->resources.len; i++) {
         if (reg_add_spec(p, o->resources.items[i]) != 0) {
@@ -509,16 +511,17 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
         return 1;
     }
     if (!url) {
-        url = emb->start(emb->ctx, o->bookmark_interval_ms, o->watch_max_lag_ms, err,
-                         sizeof(err));
+        url = emb->start(emb->ctx, o->bookmark_interval_ms, o->watch_max_lag_ms, err, sizeof(err));
         if (!url) {
             fprintf(stderr, "kwp: cannot start the embedded %s: %s\n", emb->name, err);
             curl_global_cleanup();
             return 1;
         }
         embedded = true;
-        log_info("proxy", "upstream=%s msg=\"no upstream configured: started the embedded "
-                 "%s\"", url, emb->name);
+        log_info("proxy",
+                 "upstream=%s msg=\"no upstream configured: started the embedded "
+                 "%s\"",
+                 url, emb->name);
     } else if (in_cluster) {
         log_info("proxy", "upstream=%s msg=\"using the in-cluster service account\"", url);
     }
@@ -569,40 +572,69 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
 
     opts_defaults(&o);
     const struct config_opt proxy_flags[] = {
-        {"listen", CFG_STR, &o.listen, 0, 0, "address to serve on, HOST:PORT (port 0 = any free port; default 127.0.0.1:8080)"},
-        {"resources", CFG_LIST, &o.resources, 0, 0, "resources to cache from the start: pods,configmaps,apps/v1/deployments (others are cached on first use)"},
-        {"freshness-wait", CFG_DURATION, &o.freshness_wait_ms, 0, 60000, "LIST/GET at an rv newer than the cache: wait this long, then forward upstream (default 250ms)"},
-        {"too-large-rv", CFG_STR, &o.too_large_rv, 0, 0, "forward (default) or local: wait 3 s and answer the 504 Too large resource version here"},
-        {"history-min", CFG_INT, &o.history_min, 1, 100000000, "history window: minimum events per resource (default 100)"},
-        {"history-max", CFG_INT, &o.history_max, 1, 100000000, "history window: maximum events per resource (default 102400)"},
-        {"history-window", CFG_DURATION, &o.history_window_ms, 0, 0, "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"},
-        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 1000, 3600000, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
-        {"watch-stall-timeout", CFG_DURATION, &o.watch_stall_ms, 1000, 3600000, "end a watch whose client reads nothing this long while events wait for it (default 10s)"},
-        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long (it re-watches from its last resourceVersion); 0 = only when it leaves the history window (default 10s)"},
-        {"watch-wake-interval", CFG_DURATION, &o.watch_wake_ms, 0, 1000, "with 2048+ requests in flight, wake watches at most once per interval, so that the events of an interval go out in one write per watch (default 10ms; 0 = at once)"},
-        {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default: one per core it may run on, at most 64)"},
-        {"max-connections", CFG_INT, &o.max_connections, 16, 1000000, "downstream connection limit (default 60000, capped by the open-file limit)"},
-        {"conn-memory", CFG_SIZE, &o.conn_memory, 4096, 16777216, "per-connection memory pool: headers and write buffer (default 32Ki)"},
-        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
+        {"listen", CFG_STR, &o.listen, 0, 0,
+         "address to serve on, HOST:PORT (port 0 = any free port; default 127.0.0.1:8080)"},
+        {"resources", CFG_LIST, &o.resources, 0, 0,
+         "resources to cache from the start: pods,configmaps,apps/v1/deployments (others are "
+         "cached on first use)"},
+        {"freshness-wait", CFG_DURATION, &o.freshness_wait_ms, 0, 60000,
+         "LIST/GET at an rv newer than the cache: wait this long, then forward upstream (default "
+         "250ms)"},
+        {"too-large-rv", CFG_STR, &o.too_large_rv, 0, 0,
+         "forward (default) or local: wait 3 s and answer the 504 Too large resource version here"},
+        {"history-min", CFG_INT, &o.history_min, 1, 100000000,
+         "history window: minimum events per resource (default 100)"},
+        {"history-max", CFG_INT, &o.history_max, 1, 100000000,
+         "history window: maximum events per resource (default 102400)"},
+        {"history-window", CFG_DURATION, &o.history_window_ms, 0, 0,
+         "history window: keep events this young before shrinking; 0 = fixed size (default 75s)"},
+        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 1000, 3600000,
+         "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
+        {"watch-stall-timeout", CFG_DURATION, &o.watch_stall_ms, 1000, 3600000,
+         "end a watch whose client reads nothing this long while events wait for it (default 10s)"},
+        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000,
+         "end a watch whose next event has waited this long (it re-watches from its last "
+         "resourceVersion); 0 = only when it leaves the history window (default 10s)"},
+        {"watch-wake-interval", CFG_DURATION, &o.watch_wake_ms, 0, 1000,
+         "with 2048+ requests in flight, wake watches at most once per interval, so that the "
+         "events of an interval go out in one write per watch (default 10ms; 0 = at once)"},
+        {"threads", CFG_INT, &o.threads, 1, 64,
+         "HTTP worker threads (default: one per core it may run on, at most 64)"},
+        {"max-connections", CFG_INT, &o.max_connections, 16, 1000000,
+         "downstream connection limit (default 60000, capped by the open-file limit)"},
+        {"conn-memory", CFG_SIZE, &o.conn_memory, 4096, 16777216,
+         "per-connection memory pool: headers and write buffer (default 32Ki)"},
+        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX,
+         "largest request body accepted (default 3Mi)"},
         {"page-size", CFG_INT, &o.page_size, 1, 100000, "upstream LIST page size (default 500)"},
-        {"max-line", CFG_SIZE, &o.max_line, 1024, INT64_MAX, "longest upstream watch line accepted; longer is a protocol error and a relist (default 16Mi)"},
-        {"upstream-probe-interval", CFG_DURATION, &o.probe_interval_ms, 200, 3600000, "probe upstream (GET /version) this often; a failed probe makes /readyz fail (default 10s)"},
-        {"cache-events", CFG_BOOL, &o.cache_events, 0, 0, "cache events too (kube-apiserver serves them from etcd; default false: passed through)"},
-        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0, "serve https downstream with this PEM certificate (with --tls-key-file)"},
+        {"max-line", CFG_SIZE, &o.max_line, 1024, INT64_MAX,
+         "longest upstream watch line accepted; longer is a protocol error and a relist (default "
+         "16Mi)"},
+        {"upstream-probe-interval", CFG_DURATION, &o.probe_interval_ms, 200, 3600000,
+         "probe upstream (GET /version) this often; a failed probe makes /readyz fail (default "
+         "10s)"},
+        {"cache-events", CFG_BOOL, &o.cache_events, 0, 0,
+         "cache events too (kube-apiserver serves them from etcd; default false: passed through)"},
+        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0,
+         "serve https downstream with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
-        {"kubeconfig", CFG_STR, &o.kubeconfig, 0, 0, "kubeconfig file (not supported yet: use --upstream)"},
+        {"kubeconfig", CFG_STR, &o.kubeconfig, 0, 0,
+         "kubeconfig file (not supported yet: use --upstream)"},
         {"token", CFG_STR, &o.token, 0, 0, "bearer token for the upstream"},
-        {"token-file", CFG_STR, &o.token_file, 0, 0, "file holding the bearer token (re-read when it changes)"},
+        {"token-file", CFG_STR, &o.token_file, 0, 0,
+         "file holding the bearer token (re-read when it changes)"},
         {"ca-file", CFG_STR, &o.ca_file, 0, 0, "PEM CA bundle to verify the upstream"},
         {"client-cert", CFG_STR, &o.client_cert, 0, 0, "PEM client certificate for the upstream"},
         {"client-key", CFG_STR, &o.client_key, 0, 0, "PEM client key for the upstream"},
-        {"insecure-skip-tls-verify", CFG_BOOL, &o.insecure, 0, 0, "do not verify the upstream's certificate"},
+        {"insecure-skip-tls-verify", CFG_BOOL, &o.insecure, 0, 0,
+         "do not verify the upstream's certificate"},
     };
     const size_t n_proxy = sizeof(proxy_flags) / sizeof(proxy_flags[0]);
-    const size_t n_upstream = cmd->embedded_only ? 0 : sizeof(upstream_flags) / sizeof(upstream_flags[0]);
+    const size_t n_upstream =
+        cmd->embedded_only ? 0 : sizeof(upstream_flags) / sizeof(upstream_flags[0]);
 
     BUG_ON(n_proxy + n_upstream + cmd->n_flags > PROXY_MAX_FLAGS);
     memcpy(opts, proxy_flags, sizeof(proxy_flags));

@@ -43,8 +43,8 @@ struct proxy_embedded {
     const char *name;               /* what it is, in messages: "simulator" */
     proxy_upstream_start_fn *start; /* NULL: none (then no upstream is an error) */
     proxy_upstream_stop_fn *stop;
-    proxy_ready_fn *ready;          /* may be NULL */
-    void *ctx;                      /* passed to the three */
+    proxy_ready_fn *ready; /* may be NULL */
+    void *ctx;             /* passed to the three */
 };
 
 /* A command that runs the proxy. */
@@ -54,7 +54,7 @@ struct proxy_cmd {
     bool embedded_only;             /* no upstream flags: always the embedded upstream */
     const struct config_opt *flags; /* the command's own flags, listed after the proxy's */
     size_t n_flags;
-    const char *default_resources;  /* --resources when none is given ("pods,nodes"), or NULL */
+    const char *default_resources; /* --resources when none is given ("pods,nodes"), or NULL */
     struct proxy_embedded embedded;
 };
 

@@ -25,12 +25,12 @@ struct registry {
     pthread_mutex_t lock;  /* serialises registry_add */
     struct apires **items; /* cap slots; items[0..len) published, written under lock */
     size_t cap;
-    _Atomic size_t len;    /* stored with release after items[len-1] is written */
+    _Atomic size_t len; /* stored with release after items[len-1] is written */
     registry_tick_fn *hook;
     void *hook_ctx;
     pthread_t tick;
-    bool tick_started;     /* owner's thread only */
-    atomic_bool stop;      /* ends the tick thread */
+    bool tick_started; /* owner's thread only */
+    atomic_bool stop;  /* ends the tick thread */
 };
 
 struct registry *registry_new(size_t cap)
