@@ -674,9 +674,9 @@ static int event_line(void *ctx, char *line, size_t len)
         return -EPROTO;
     }
     switch (ev.type) {
-    case WATCH_ADDED:
-    case WATCH_MODIFIED:
-    case WATCH_DELETED:
+    case EVSCAN_ADDED:
+    case EVSCAN_MODIFIED:
+    case EVSCAN_DELETED:
         set_rv(c, line, ev.rv_off, ev.rv_len);
         if (c->in_initial) {
             st->initial_events++;
@@ -689,7 +689,7 @@ static int event_line(void *ctx, char *line, size_t len)
         st->events++;
         st->event_bytes += len + 1;
         st->per_watcher[c->idx]++;
-        if (ev.type == WATCH_DELETED) {
+        if (ev.type == EVSCAN_DELETED) {
             st->deleted++;
         } else if (ev.stamp_ns >= 0) {
             record_latency(e, ev.stamp_ns);
@@ -697,7 +697,7 @@ static int event_line(void *ctx, char *line, size_t len)
             st->unstamped++;
         }
         return 0;
-    case WATCH_BOOKMARK:
+    case EVSCAN_BOOKMARK:
         set_rv(c, line, ev.rv_off, ev.rv_len);
         st->bookmarks++;
         if (ev.initial_end && c->in_initial) {
@@ -709,7 +709,7 @@ static int event_line(void *ctx, char *line, size_t len)
             }
         }
         return 0;
-    case WATCH_ERROR:
+    case EVSCAN_ERROR:
         st->error_events[status_slot(ev.code)]++;
         if (ev.code == 410) {
             st->gone++;

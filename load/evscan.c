@@ -283,7 +283,7 @@ static int scan_object(struct cursor *c, struct evscan_event *ev, bool type_know
     while (rc == 0 && (rc = object_next(c, &seen, &koff, &klen)) == 1) {
         if (span_is(c, koff, klen, "metadata")) {
             rc = scan_metadata(c, ev);
-            if (rc == 0 && type_known && ev->type != WATCH_ERROR) {
+            if (rc == 0 && type_known && ev->type != EVSCAN_ERROR) {
                 *done = true;
                 return 0;
             }
@@ -296,13 +296,13 @@ static int scan_object(struct cursor *c, struct evscan_event *ev, bool type_know
     return rc;
 }
 
-static int watch_type_of(const struct cursor *c, size_t off, size_t n, enum watch_type *t)
+static int watch_type_of(const struct cursor *c, size_t off, size_t n, enum evscan_type *t)
 {
     static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (span_is(c, off, n, names[i])) {
-            *t = (enum watch_type)i;
+            *t = (enum evscan_type)i;
             return 0;
         }
     }
@@ -340,7 +340,7 @@ int evscan_event(const char *line, size_t len, struct evscan_event *ev)
     if (rc < 0 || !have_type || !have_object) {
         return -EPROTO;
     }
-    if (ev->type != WATCH_ERROR) {
+    if (ev->type != EVSCAN_ERROR) {
         ev->code = 0;
     }
     return 0;

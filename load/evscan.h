@@ -19,13 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cache/ring.h"
-
 #define EVSCAN_STAMP_KEY "kwp.io/stamp-ns"
 #define EVSCAN_INITIAL_END_KEY "k8s.io/initial-events-end"
 
+/* The "type" of a watch event, in the order of the wire names. */
+enum evscan_type { EVSCAN_ADDED = 0, EVSCAN_MODIFIED, EVSCAN_DELETED, EVSCAN_BOOKMARK, EVSCAN_ERROR };
+
 struct evscan_event {
-    enum watch_type type;
+    enum evscan_type type;
     size_t rv_off;    /* metadata.resourceVersion's bytes (inside the quotes) in the line */
     size_t rv_len;    /* 0 when absent */
     int64_t stamp_ns; /* annotation kwp.io/stamp-ns; -1 when absent or not a decimal integer */

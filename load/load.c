@@ -1,6 +1,9 @@
 /*
  * load.c - `kwp load` (see load.h): flags, target, limits, signals, then client_run and the
  * report. Everything here happens before or after the run; nothing here is on the data path.
+ * Of proxy/ it uses two public headers: config.h (the flag table every command shares) and
+ * k8s_path.h (K8S_SEG_MAX, the path segment the proxy accepts; k8s_query_escape, Go's
+ * url.QueryEscape, for the selectors).
  */
 #include "load/load.h"
 

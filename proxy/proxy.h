@@ -1,10 +1,14 @@
 /*
- * proxy.h - kwp proxy and kwp demo: the caching list/watch proxy application.
+ * proxy.h - kwp proxy: the caching list/watch proxy application.
  *
  * Wires the pieces of DESIGN.md together: the HTTP server routes each request; resource
  * LIST/WATCH/GET go to proxy/handlers over a cache resource kept in sync by the reflector;
  * everything else is streamed through the passthrough. Resources are cached when named by
  * --resources, or on first use when upstream discovery lists them with list and watch.
+ *
+ * The commands that run it (`kwp proxy`, `kwp demo`: cmd/demo.c) hand it their flags and,
+ * for when no upstream is configured, an embedded upstream as a struct proxy_embedded; the
+ * proxy knows nothing else about it (it never includes sim/).
  *
  * Threads: main (flags, signals, lifecycle), MHD workers, the reflector, the passthrough,
  * a discovery thread, and the tick (deadlines, bookmarks, idle-peer sweep).
@@ -12,10 +16,54 @@
 #ifndef KWP_PROXY_PROXY_H
 #define KWP_PROXY_PROXY_H
 
-/* `kwp proxy ...`: returns the process exit code. */
-int proxy_main(int argc, char **argv);
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* `kwp demo ...`: the simulator and the proxy in one process. */
-int proxy_demo_main(int argc, char **argv);
+struct config_opt;
+
+/*
+ * Starts the embedded upstream, on the main thread with SIGTERM/SIGINT blocked and libcurl
+ * initialised, with the proxy's --bookmark-interval and --watch-max-lag. Returns its base URL
+ * ("http://HOST:PORT", lent until the stop call), or NULL with a one-line reason in <err>.
+ */
+typedef const char *proxy_upstream_start_fn(void *ctx, int64_t bookmark_interval_ms,
+                                            int64_t watch_max_lag_ms, char *err, size_t err_len);
+
+/* Stops what a successful start started; called once, on the main thread, after the proxy
+ * stopped (or failed to start). */
+typedef void proxy_upstream_stop_fn(void *ctx);
+
+/* The proxy listens on <url> in front of the embedded upstream; called on the main thread
+ * after "listening on URL" is printed, before stdout is flushed (a banner). */
+typedef void proxy_ready_fn(void *ctx, const char *url);
+
+/* An upstream in this process, started when no upstream is configured. */
+struct proxy_embedded {
+    const char *name;               /* what it is, in messages: "simulator" */
+    proxy_upstream_start_fn *start; /* NULL: none (then no upstream is an error) */
+    proxy_upstream_stop_fn *stop;
+    proxy_ready_fn *ready; /* may be NULL */
+    void *ctx;             /* passed to the three */
+};
+
+/* A command that runs the proxy. */
+struct proxy_cmd {
+    const char *usage;              /* first help line, e.g. "kwp proxy [flags]" */
+    const char *description;        /* the help text under it */
+    bool embedded_only;             /* no upstream flags: always the embedded upstream */
+    const struct config_opt *flags; /* the command's own flags, listed after the proxy's */
+    size_t n_flags;
+    const char *default_resources; /* --resources when none is given ("pods,nodes"), or NULL */
+    struct proxy_embedded embedded;
+};
+
+/*
+ * Runs the proxy command <cmd> with argv (argv[0] is the command name): parses the flags,
+ * finds the upstream (DESIGN.md's order; the embedded one when there is none), serves until
+ * SIGTERM/SIGINT. Returns the process exit code: 0, 1 when it cannot start, 2 for bad flags.
+ * Main thread only.
+ */
+int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd);
 
 #endif

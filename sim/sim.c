@@ -35,13 +35,12 @@
 #include "proxy/k8s_path.h"
 #include "proxy/kube_json.h"
 #include "proxy/log.h"
+#include "proxy/registry.h"
 #include "sim/alloc.h"
 #include "sim/gen.h"
 #include "sim/objects.h"
 #include "sim/proto.h"
 
-#define SIM_TICK_MS 100
-#define SIM_SWEEP_MS 1000
 #define SIM_VERSION_MINOR "34"
 #define SIM_HISTORY_CAP (1u << 20) /* events per resource between compactions */
 
@@ -52,15 +51,14 @@ struct sim {
     _Atomic uint64_t compacted;
     uint64_t rng;          /* under lock */
     uint64_t uid_seq;      /* under lock */
-    struct apires **res;
-    size_t n_res;
+    struct registry *reg;  /* the served resources, all added before the server starts */
     struct http_server *srv;
     struct handlers_opts hopts;
-    pthread_t tick;
     pthread_t churn;
     bool churn_started;
     atomic_bool stop;
     int64_t created_ms;
+    int64_t next_compact_ms; /* tick thread only once it runs; 0 = never */
 };
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -90,19 +88,6 @@ static void make_uid(struct sim *s, char out[37])
     snprintf(out, 37, "%08" PRIx32 "-%04" PRIx32 "-4%03" PRIx32 "-8%03" PRIx32 "-%012" PRIx64,
              (uint32_t)(a >> 32), (uint32_t)(a >> 16) & 0xffff, (uint32_t)a & 0xfff,
              (uint32_t)(b >> 48) & 0xfff, (uint64_t)(b & 0xffffffffffffull));
-}
-
-static struct apires *find_res(struct sim *s, const char *group, const char *version,
-                               const char *plural)
-{
-    for (size_t i = 0; i < s->n_res; i++) {
-        struct apires *ar = s->res[i];
-        if (strcmp(ar->kind.group, group) == 0 && strcmp(ar->kind.version, version) == 0 &&
-            strcmp(ar->kind.plural, plural) == 0) {
-            return ar;
-        }
-    }
-    return NULL;
 }
 
 static void reply_json(struct http_req *req, int code, const char *json)
@@ -220,8 +205,8 @@ static cJSON *from_blob(const struct apires *ar, const struct blob *b)
 static void commit_revision(struct sim *s, uint64_t rev)
 {
     atomic_store(&s->revision, rev);
-    for (size_t i = 0; i < s->n_res; i++) {
-        resource_progress(s->res[i]->res, rev);
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        resource_progress(registry_at(s->reg, i)->res, rev);
     }
 }
 
@@ -376,7 +361,7 @@ static void reply_object(struct http_req *req, int code, const struct apires *ar
 
 static bool namespace_exists(struct sim *s, const char *ns)
 {
-    struct apires *nsr = find_res(s, "", "v1", "namespaces");
+    struct apires *nsr = registry_find(s->reg, "", "v1", "namespaces");
     struct blob *b;
 
     if (!nsr) {
@@ -766,8 +751,8 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
     cJSON_AddStringToObject(root, "apiVersion", "v1");
     cJSON_AddStringToObject(root, "groupVersion", gv);
     arr = cJSON_AddArrayToObject(root, "resources");
-    for (size_t i = 0; i < s->n_res; i++) {
-        const struct apires_kind *k = &s->res[i]->kind;
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        const struct apires_kind *k = &registry_at(s->reg, i)->kind;
         static const char *const verbs[] = {"create", "delete", "get",    "list",
                                             "patch",  "update", "watch"};
         cJSON *r, *v;
@@ -799,9 +784,9 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
 
 static bool group_known(struct sim *s, const char *group, const char *version)
 {
-    for (size_t i = 0; i < s->n_res; i++) {
-        if (strcmp(s->res[i]->kind.group, group) == 0 &&
-            (!version || strcmp(s->res[i]->kind.version, version) == 0)) {
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        const struct apires_kind *k = &registry_at(s->reg, i)->kind;
+        if (strcmp(k->group, group) == 0 && (!version || strcmp(k->version, version) == 0)) {
             return true;
         }
     }
@@ -814,16 +799,16 @@ static cJSON *group_json(struct sim *s, const char *group)
 
     cJSON_AddStringToObject(g, "name", group);
     versions = cJSON_AddArrayToObject(g, "versions");
-    for (size_t i = 0; i < s->n_res; i++) {
-        const struct apires_kind *k = &s->res[i]->kind;
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        const struct apires_kind *k = &registry_at(s->reg, i)->kind;
         bool seen = false;
         char gv[160];
         if (strcmp(k->group, group) != 0) {
             continue;
         }
         for (size_t j = 0; j < i; j++) {
-            if (strcmp(s->res[j]->kind.group, group) == 0 &&
-                strcmp(s->res[j]->kind.version, k->version) == 0) {
+            if (strcmp(registry_at(s->reg, j)->kind.group, group) == 0 &&
+                strcmp(registry_at(s->reg, j)->kind.version, k->version) == 0) {
                 seen = true;
             }
         }
@@ -884,14 +869,14 @@ static bool serve_discovery(struct sim *s, struct http_req *req, const char *pat
         cJSON_AddStringToObject(root, "kind", "APIGroupList");
         cJSON_AddStringToObject(root, "apiVersion", "v1");
         groups = cJSON_AddArrayToObject(root, "groups");
-        for (size_t i = 0; i < s->n_res; i++) {
-            const char *g = s->res[i]->kind.group;
+        for (size_t i = 0; i < registry_len(s->reg); i++) {
+            const char *g = registry_at(s->reg, i)->kind.group;
             bool seen = false;
             if (!g[0]) {
                 continue;
             }
             for (size_t j = 0; j < i; j++) {
-                seen = seen || strcmp(s->res[j]->kind.group, g) == 0;
+                seen = seen || strcmp(registry_at(s->reg, j)->kind.group, g) == 0;
             }
             if (!seen) {
                 cJSON_AddItemToArray(groups, group_json(s, g));
@@ -948,8 +933,8 @@ static void compact_to(struct sim *s, uint64_t rev)
     }
     if (rev > atomic_load(&s->compacted)) {
         atomic_store(&s->compacted, rev);
-        for (size_t i = 0; i < s->n_res; i++) {
-            resource_compact(s->res[i]->res, rev);
+        for (size_t i = 0; i < registry_len(s->reg); i++) {
+            resource_compact(registry_at(s->reg, i)->res, rev);
         }
     }
     pthread_mutex_unlock(&s->lock);
@@ -971,8 +956,8 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
         cJSON_AddNumberToObject(root, "revision", (double)atomic_load(&s->revision));
         cJSON_AddNumberToObject(root, "compacted", (double)atomic_load(&s->compacted));
         rs = cJSON_AddObjectToObject(root, "resources");
-        for (size_t i = 0; i < s->n_res; i++) {
-            struct apires *ar = s->res[i];
+        for (size_t i = 0; i < registry_len(s->reg); i++) {
+            struct apires *ar = registry_at(s->reg, i);
             struct resource_stats st;
             char q[200];
             cJSON *r = cJSON_CreateObject();
@@ -1011,11 +996,11 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
         const char *only = http_req_arg(req, "resource");
         size_t n = 0;
         char body[64];
-        for (size_t i = 0; i < s->n_res; i++) {
+        for (size_t i = 0; i < registry_len(s->reg); i++) {
             char q[200];
-            qualified(s->res[i], q, sizeof(q));
+            qualified(registry_at(s->reg, i), q, sizeof(q));
             if (!only || !only[0] || strcmp(only, q) == 0) {
-                resource_end_watches(s->res[i]->res);
+                resource_end_watches(registry_at(s->reg, i)->res);
                 n++;
             }
         }
@@ -1061,7 +1046,7 @@ static void sim_handle(void *app, struct http_req *req)
         reply_not_found_path(req);
         return;
     }
-    ar = find_res(s, p.group, p.version, p.resource);
+    ar = registry_find(s->reg, p.group, p.version, p.resource);
     if (!ar || (!ar->kind.namespaced && p.ns[0] && strcmp(p.resource, "namespaces") != 0) ||
         (p.subresource[0] && strcmp(p.subresource, "status") != 0)) {
         reply_not_found_path(req);
@@ -1092,9 +1077,10 @@ static void seed_one(struct sim *s, const char *plural, const char *ns, const ch
     struct blob *b = NULL;
     cJSON *obj;
 
-    for (size_t i = 0; i < s->n_res; i++) {
-        if (strcmp(s->res[i]->kind.plural, plural) == 0 && s->res[i]->kind.builtin) {
-            ar = s->res[i];
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        struct apires *cand = registry_at(s->reg, i);
+        if (strcmp(cand->kind.plural, plural) == 0 && cand->kind.builtin) {
+            ar = cand;
         }
     }
     if (!ar) {
@@ -1150,7 +1136,7 @@ static void seed(struct sim *s)
  * population stays near --objects). */
 static void churn_once(struct sim *s, uint64_t *next_id)
 {
-    struct apires *pods = find_res(s, "", "v1", "pods");
+    struct apires *pods = registry_find(s->reg, "", "v1", "pods");
     struct snapshot *snap;
     uint64_t rv, r;
     unsigned seed;
@@ -1238,35 +1224,15 @@ static void *churn_main(void *arg)
     return NULL;
 }
 
-static void *tick_main(void *arg)
+/* The registry's tick hook: periodic compaction (--compaction-interval). Tick thread. */
+static void sim_tick(void *ctx, int64_t now)
 {
-    struct sim *s = arg;
-    int64_t next_sweep = 0, next_compact = 0;
+    struct sim *s = ctx;
 
-    if (s->o.compaction_interval_ms > 0) {
-        next_compact = clock_mono_ms() + s->o.compaction_interval_ms;
+    if (s->next_compact_ms && now >= s->next_compact_ms) {
+        compact_to(s, default_compaction_target(s));
+        s->next_compact_ms = now + s->o.compaction_interval_ms;
     }
-    while (!atomic_load(&s->stop)) {
-        struct timespec ts = {0, SIM_TICK_MS * 1000000L};
-        int64_t now = clock_mono_ms();
-        bool sweep = now >= next_sweep;
-        for (size_t i = 0; i < s->n_res; i++) {
-            if (sweep) {
-                handlers_tick(s->res[i], now);
-            } else {
-                (void)resource_tick(s->res[i]->res, now, NULL, NULL);
-            }
-        }
-        if (sweep) {
-            next_sweep = now + SIM_SWEEP_MS;
-        }
-        if (next_compact && now >= next_compact) {
-            compact_to(s, default_compaction_target(s));
-            next_compact = now + s->o.compaction_interval_ms;
-        }
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
@@ -1289,6 +1255,7 @@ void sim_opts_defaults(struct sim_opts *o)
 static int add_resource(struct sim *s, const char *spec, char *err, size_t err_len)
 {
     struct apires_kind k;
+    struct apires *ar;
     char *owned = NULL;
     /* etcd keeps every revision until compaction: the ring only grows (to a hard cap) and
      * compaction trims it */
@@ -1299,12 +1266,14 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
                  spec);
         return -EINVAL;
     }
-    if (find_res(s, k.group, k.version, k.plural)) {
+    if (registry_find(s->reg, k.group, k.version, k.plural)) {
         free(owned);
         return 0;
     }
-    s->res = xrealloc(s->res, sizeof(*s->res) * (s->n_res + 1));
-    s->res[s->n_res++] = apires_new(&k, owned, &ro);
+    ar = apires_new(&k, owned, &ro);
+    if (registry_add(s->reg, ar) != 0) {
+        apires_free(ar); /* cannot happen: the registry is sized for every spec */
+    }
     return 0;
 }
 
@@ -1323,6 +1292,7 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     s->o = *o;
     s->rng = (uint64_t)o->seed * 0x9E3779B97F4A7C15ull + 1;
     pthread_mutex_init(&s->lock, NULL);
+    s->reg = registry_new(sizeof(builtins) / sizeof(builtins[0]) + o->resources.len);
     for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
         (void)add_resource(s, builtins[i], err, err_len);
     }
@@ -1334,8 +1304,8 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     }
     /* every resource starts synced at revision 1, like a freshly listed cache */
     atomic_store(&s->revision, 1);
-    for (size_t i = 0; i < s->n_res; i++) {
-        resource_replace(s->res[i]->res, NULL, 0, 1, clock_mono_ms());
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        resource_replace(registry_at(s->reg, i)->res, NULL, 0, 1, clock_mono_ms());
     }
     s->hopts.authoritative = true;
     s->hopts.bookmark_interval_ms = o->bookmark_interval_ms;
@@ -1352,7 +1322,10 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
         sim_stop(s);
         return NULL;
     }
-    if (pthread_create(&s->tick, NULL, tick_main, s) != 0) {
+    if (o->compaction_interval_ms > 0) {
+        s->next_compact_ms = clock_mono_ms() + o->compaction_interval_ms;
+    }
+    if (registry_tick_start(s->reg, sim_tick, s) != 0) {
         snprintf(err, err_len, "cannot start the tick thread");
         sim_stop(s);
         return NULL;
@@ -1382,9 +1355,9 @@ void sim_stop(struct sim *s)
     }
     if (s->srv) {
         http_server_quiesce(s->srv);
-        pthread_join(s->tick, NULL);
-        for (size_t i = 0; i < s->n_res; i++) {
-            resource_close_all(s->res[i]->res);
+        registry_tick_stop(s->reg);
+        for (size_t i = 0; i < registry_len(s->reg); i++) {
+            resource_close_all(registry_at(s->reg, i)->res);
         }
         /* let woken watches finish their last chunk (bounded) */
         for (int i = 0; i < 200 && http_server_active(s->srv) > 0; i++) {
@@ -1393,10 +1366,7 @@ void sim_stop(struct sim *s)
         }
         http_server_stop(s->srv);
     }
-    for (size_t i = 0; i < s->n_res; i++) {
-        apires_free(s->res[i]);
-    }
-    free(s->res);
+    registry_free(s->reg);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -6,8 +6,8 @@
  * proxy/handlers with kube-apiserver semantics; writes (POST/PUT/PATCH/DELETE), discovery,
  * compaction, churn and test endpoints (/_sim/stats, /_sim/compact) implemented here.
  *
- * Threads: MHD threads serve requests; one tick thread (deadlines, bookmarks, idle-peer sweep,
- * periodic compaction); one churn thread when --churn > 0. Writes are serialised by the
+ * Threads: MHD threads serve requests; one tick thread (proxy/registry.h's: deadlines,
+ * bookmarks, idle-peer sweep; plus periodic compaction); one churn thread when --churn > 0. Writes are serialised by the
  * simulator's lock, which is never held while calling into MHD.
  */
 #ifndef KWP_SIM_SIM_H

@@ -36,13 +36,13 @@ static void check_event_raw(const char *d, size_t n)
     if (rc != 0) {
         return;
     }
-    CHECK((unsigned)ev.type <= WATCH_ERROR);
+    CHECK((unsigned)ev.type <= EVSCAN_ERROR);
     CHECK(ev.rv_off <= n && ev.rv_len <= n - ev.rv_off);
     /* A span is a string's raw bytes: a quote on each side. */
     CHECK(ev.rv_len == 0 || (ev.rv_off > 0 && d[ev.rv_off - 1] == '"' &&
                              ev.rv_off + ev.rv_len < n && d[ev.rv_off + ev.rv_len] == '"'));
     CHECK(ev.stamp_ns >= -1);
-    CHECK(ev.type == WATCH_ERROR ? ev.code >= 0 && ev.code <= 999999 : ev.code == 0);
+    CHECK(ev.type == EVSCAN_ERROR ? ev.code >= 0 && ev.code <= 999999 : ev.code == 0);
 }
 
 static void check_list_raw(const char *d, size_t n, const uint8_t *sel, size_t sel_n)
@@ -102,7 +102,7 @@ static void check_built(const uint8_t *data, size_t size)
 {
     struct gen g = {data, size, 0};
     uint8_t f = gen_byte(&g);
-    enum watch_type type = (enum watch_type)(gen_byte(&g) % 5);
+    enum evscan_type type = (enum evscan_type)(gen_byte(&g) % 5);
     uint64_t rv = ((uint64_t)gen_byte(&g) << 24 | (uint64_t)gen_byte(&g) << 8) + 1;
     int64_t stamp = (int64_t)gen_byte(&g) << 40 | (int64_t)gen_byte(&g) << 3;
     int code = gen_byte(&g) * 3;
@@ -122,12 +122,12 @@ static void check_built(const uint8_t *data, size_t size)
              f & 2 ? ",\"k8s.io/initial-events-end\":\"true\"" : "");
     if (f & 4) {
         snprintf(obj, sizeof(obj), "{\"kind\":\"Pod\",\"spec\":{\"s\":%s},\"metadata\":%s%s}",
-                 spec, meta, type == WATCH_ERROR ? "" : ",\"status\":{}");
+                 spec, meta, type == EVSCAN_ERROR ? "" : ",\"status\":{}");
     } else {
         snprintf(obj, sizeof(obj), "{\"metadata\" : %s , \"spec\":[%s,-1.5e3,true,null]}", meta,
                  spec);
     }
-    if (type == WATCH_ERROR) {
+    if (type == EVSCAN_ERROR) {
         snprintf(obj, sizeof(obj), "{\"kind\":\"Status\",\"metadata\":{},\"message\":%s,"
                                    "\"code\":%d}",
                  spec, code);
@@ -140,8 +140,8 @@ static void check_built(const uint8_t *data, size_t size)
     }
     CHECK(evscan_event(line, strlen(line), &ev) == 0);
     CHECK(ev.type == type);
-    CHECK(kube_json_event_parse(line, strlen(line), &kev) == 0 && kev.type == type);
-    if (type == WATCH_ERROR) {
+    CHECK(kube_json_event_parse(line, strlen(line), &kev) == 0 && (int)kev.type == (int)type);
+    if (type == EVSCAN_ERROR) {
         CHECK(ev.code == code && ev.rv_len == 0 && ev.stamp_ns == -1);
     } else {
         CHECK(ev.rv_len == strlen(rv_text) && memcmp(line + ev.rv_off, rv_text, ev.rv_len) == 0);
@@ -154,7 +154,7 @@ static void check_built(const uint8_t *data, size_t size)
     snprintf(list, sizeof(list),
              "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"continue\":%s,"
              "\"resourceVersion\":\"%s\"},\"items\":[%s]}",
-             aval, rv_text, type == WATCH_ERROR ? "" : obj);
+             aval, rv_text, type == EVSCAN_ERROR ? "" : obj);
     CHECK(evscan_list_rv(list, strlen(list), &off, &len) == 0);
     CHECK(len == strlen(rv_text) && memcmp(list + off, rv_text, len) == 0);
     check_list_raw(list, strlen(list), data, size);

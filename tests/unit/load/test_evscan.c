@@ -40,7 +40,7 @@ Test(evscan, modified_pod_with_stamp, .timeout = T_TIMEOUT)
     struct evscan_event ev;
 
     scan_ok(POD_EVENT, &ev);
-    cr_assert_eq(ev.type, WATCH_MODIFIED);
+    cr_assert_eq(ev.type, EVSCAN_MODIFIED);
     expect_rv(POD_EVENT, &ev, "12345");
     cr_assert_eq(ev.stamp_ns, 1732912345123456789LL);
     cr_assert_not(ev.initial_end);
@@ -72,7 +72,7 @@ Test(evscan, type_after_object_and_whitespace, .timeout = T_TIMEOUT)
     struct evscan_event ev;
 
     scan_ok(line, &ev);
-    cr_assert_eq(ev.type, WATCH_ADDED);
+    cr_assert_eq(ev.type, EVSCAN_ADDED);
     expect_rv(line, &ev, "99");
     cr_assert_eq(ev.stamp_ns, 42);
 }
@@ -85,7 +85,7 @@ Test(evscan, bookmark_with_initial_events_end, .timeout = T_TIMEOUT)
     struct evscan_event ev;
 
     scan_ok(line, &ev);
-    cr_assert_eq(ev.type, WATCH_BOOKMARK);
+    cr_assert_eq(ev.type, EVSCAN_BOOKMARK);
     expect_rv(line, &ev, "964");
     cr_assert(ev.initial_end);
 }
@@ -98,7 +98,7 @@ Test(evscan, error_410_status, .timeout = T_TIMEOUT)
     struct evscan_event ev;
 
     scan_ok(line, &ev);
-    cr_assert_eq(ev.type, WATCH_ERROR);
+    cr_assert_eq(ev.type, EVSCAN_ERROR);
     cr_assert_eq(ev.code, 410);
     cr_assert_eq(ev.rv_len, 0);
 }

@@ -1,14 +1,16 @@
 /*
  * main.c - kwp: one binary, subcommands. Dispatch only; each command parses its own flags.
+ * The commands are the only code that knows every layer: cmd/ -> sim/, load/ -> proxy/ ->
+ * cache/ (DESIGN.md "Layout").
  */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/demo.h"
 #include "load/load.h"
 #include "proxy/log.h"
-#include "proxy/proxy.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
@@ -48,10 +50,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "proxy") == 0) {
-        return proxy_main(argc - 1, argv + 1);
+        return demo_proxy_main(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "demo") == 0) {
-        return proxy_demo_main(argc - 1, argv + 1);
+        return demo_main(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "sim") == 0) {
         return sim_main(argc - 1, argv + 1);

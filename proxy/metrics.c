@@ -1,0 +1,183 @@
+/*
+ * metrics.c - the /metrics exposition (see metrics.h).
+ *
+ * One family at a time: # HELP and # TYPE, then one sample per resource labelled
+ * resource="<group/>plural". The text is built in a local growable buffer and copied once by
+ * http_reply.
+ */
+#include "proxy/metrics.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cache/bug.h"
+#include "cache/resource.h"
+#include "proxy/apires.h"
+#include "proxy/http_server.h"
+#include "proxy/passthrough.h"
+#include "proxy/registry.h"
+
+struct sbuf {
+    char *d;
+    size_t len, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->d ? b->d + b->len : NULL, b->d ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            return;
+        }
+        if (b->d && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->d = xrealloc(b->d, b->cap);
+    }
+}
+
+void metrics_serve(struct http_req *req, const struct registry *reg, struct passthrough *pt,
+                   bool ready)
+{
+    size_t n = registry_len(reg);
+    struct sbuf b = {0};
+    struct {
+        const char *name, *type, *help;
+        size_t off;
+    } ctrs[] = {
+        {"kwp_upstream_watches_open", "gauge",
+         "Upstream watch streams open (1 per cached resource when healthy).",
+         offsetof(struct apires_counters, up_watch_open)},
+        {"kwp_upstream_watch_requests_total", "counter", "Upstream WATCH requests sent.",
+         offsetof(struct apires_counters, up_watches)},
+        {"kwp_upstream_list_requests_total", "counter", "Upstream LIST requests (pages) sent.",
+         offsetof(struct apires_counters, up_lists)},
+        {"kwp_upstream_events_total", "counter", "Watch events received from upstream.",
+         offsetof(struct apires_counters, up_events)},
+        {"kwp_upstream_bookmarks_total", "counter", "Bookmarks received from upstream.",
+         offsetof(struct apires_counters, up_bookmarks)},
+        {"kwp_upstream_errors_total", "counter",
+         "Failed upstream requests and malformed upstream data.",
+         offsetof(struct apires_counters, up_errors)},
+        {"kwp_relists_total", "counter",
+         "Relists of the resource (start, upstream 410, protocol errors).",
+         offsetof(struct apires_counters, relists)},
+        {"kwp_watches_open", "gauge", "Downstream watches open.",
+         offsetof(struct apires_counters, watches_open)},
+        {"kwp_watch_requests_total", "counter", "Downstream WATCH requests served from the cache.",
+         offsetof(struct apires_counters, watches)},
+        {"kwp_list_requests_total", "counter", "Downstream LIST requests served from the cache.",
+         offsetof(struct apires_counters, lists)},
+        {"kwp_get_requests_total", "counter", "Downstream GET requests served from the cache.",
+         offsetof(struct apires_counters, gets)},
+        {"kwp_frames_sent_total", "counter", "Watch events written to downstream watches.",
+         offsetof(struct apires_counters, frames)},
+        {"kwp_too_old_total", "counter", "410 too old resource version answers.",
+         offsetof(struct apires_counters, too_old)},
+        {"kwp_too_large_total", "counter", "504 Too large resource version answers.",
+         offsetof(struct apires_counters, too_large)},
+        {"kwp_terminated_watchers_total", "counter",
+         "Watches ended because their next event waited longer than --watch-max-lag.",
+         offsetof(struct apires_counters, terminated)},
+        {"kwp_not_ready_total", "counter", "429 storage is (re)initializing answers.",
+         offsetof(struct apires_counters, not_ready)},
+        {"kwp_forwarded_total", "counter", "Requests for this resource passed upstream.",
+         offsetof(struct apires_counters, forwarded)},
+    };
+
+    for (size_t c = 0; c < sizeof(ctrs) / sizeof(ctrs[0]); c++) {
+        sb_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", ctrs[c].name, ctrs[c].help, ctrs[c].name,
+                  ctrs[c].type);
+        for (size_t i = 0; i < n; i++) {
+            const struct apires *ar = registry_at(reg, i);
+            const atomic_ullong *v = (const atomic_ullong *)((const char *)&ar->ctr + ctrs[c].off);
+            sb_printf(&b, "%s{resource=\"%s\"} %llu\n", ctrs[c].name, resource_name(ar->res),
+                      (unsigned long long)atomic_load(v));
+        }
+    }
+    sb_printf(&b, "# HELP kwp_resource_version Current resourceVersion of the cache.\n"
+                  "# TYPE kwp_resource_version gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        resource_stats(ar->res, &st);
+        sb_printf(&b, "kwp_resource_version{resource=\"%s\"} %" PRIu64 "\n", resource_name(ar->res),
+                  st.rv);
+    }
+    sb_printf(&b, "# HELP kwp_history_events Events held in the history window.\n"
+                  "# TYPE kwp_history_events gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        resource_stats(ar->res, &st);
+        sb_printf(&b, "kwp_history_events{resource=\"%s\"} %zu\n", resource_name(ar->res),
+                  st.history_len);
+    }
+    sb_printf(&b, "# HELP kwp_history_oldest_rv Smallest resourceVersion a watch may start from "
+                  "(older gets 410).\n# TYPE kwp_history_oldest_rv gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        resource_stats(ar->res, &st);
+        sb_printf(&b, "kwp_history_oldest_rv{resource=\"%s\"} %" PRIu64 "\n",
+                  resource_name(ar->res), st.history_boundary);
+    }
+    sb_printf(&b, "# HELP kwp_objects Objects in the cache.\n# TYPE kwp_objects gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        resource_stats(ar->res, &st);
+        sb_printf(&b, "kwp_objects{resource=\"%s\"} %zu\n", resource_name(ar->res), st.objects);
+    }
+    sb_printf(&b, "# HELP kwp_object_bytes JSON bytes of the cached objects.\n"
+                  "# TYPE kwp_object_bytes gauge\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        resource_stats(ar->res, &st);
+        sb_printf(&b, "kwp_object_bytes{resource=\"%s\"} %zu\n", resource_name(ar->res),
+                  st.object_bytes);
+    }
+    {
+        struct passthrough_stats ps;
+        passthrough_stats(pt, &ps);
+        sb_printf(&b,
+                  "# HELP kwp_passthrough_requests_total Requests forwarded upstream.\n"
+                  "# TYPE kwp_passthrough_requests_total counter\n"
+                  "kwp_passthrough_requests_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_active Forwarded requests in flight.\n"
+                  "# TYPE kwp_passthrough_active gauge\n"
+                  "kwp_passthrough_active %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_bytes_total Response bytes streamed from upstream.\n"
+                  "# TYPE kwp_passthrough_bytes_total counter\n"
+                  "kwp_passthrough_bytes_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_upstream_errors_total Forwarded requests that failed "
+                  "before a response (answered 503).\n"
+                  "# TYPE kwp_passthrough_upstream_errors_total counter\n"
+                  "kwp_passthrough_upstream_errors_total %" PRIu64 "\n"
+                  "# HELP kwp_passthrough_stream_errors_total Forwarded responses cut after the "
+                  "headers.\n"
+                  "# TYPE kwp_passthrough_stream_errors_total counter\n"
+                  "kwp_passthrough_stream_errors_total %" PRIu64 "\n",
+                  ps.requests, ps.active, ps.bytes_upstream, ps.upstream_errors, ps.stream_errors);
+        sb_printf(&b,
+                  "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
+                  "# TYPE kwp_ready gauge\nkwp_ready %d\n",
+                  ready ? 1 : 0);
+    }
+    http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.d, b.len);
+    free(b.d);
+}

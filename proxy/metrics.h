@@ -1,0 +1,24 @@
+/*
+ * metrics.h - GET /metrics: the Prometheus text exposition of the proxy's counters, per
+ * cached resource (upstream and downstream request counts, history window, objects) and for
+ * the passthrough, plus kwp_ready.
+ *
+ * Reads the registry without its lock (registry.h) and each resource's stats under that
+ * resource's lock (resource_stats); nothing is locked while the reply is built or sent.
+ * Runs on MHD threads. Includes cache/ and proxy/ headers only.
+ */
+#ifndef KWP_PROXY_METRICS_H
+#define KWP_PROXY_METRICS_H
+
+#include <stdbool.h>
+
+struct http_req;
+struct passthrough;
+struct registry;
+
+/* Replies 200 to <req> with the metrics of every resource in <reg> and of <pt>; kwp_ready
+ * is <ready> (the proxy's /readyz verdict). */
+void metrics_serve(struct http_req *req, const struct registry *reg, struct passthrough *pt,
+                   bool ready);
+
+#endif
