@@ -3,9 +3,10 @@
  *
  * The parsers read responses as Go's encoding/json would decode them into the typed
  * structs: absent or null members are zero values, a member of the wrong type is an error
- * (the webhook client then fails, which fails closed). Two deliberate refusals: a raw NUL
- * byte or a \u0000 escape anywhere (cJSON would cut the string there, so "alice\u0000x"
- * would read as "alice"), and trailing bytes after the document.
+ * (the webhook client then fails, which fails closed). Where cJSON is laxer than Go, the
+ * body is refused before it is parsed (body_ok: invalid UTF-8, control bytes, a \u0000 escape
+ * that cJSON would cut "alice\u0000x" short at), and so are trailing bytes after the
+ * document.
  */
 #include "proxy/review.h"
 
@@ -48,24 +49,73 @@ static void put_str_array(struct sbuf *sb, char *const *v, size_t n)
 
 /* ---- parsing helpers ------------------------------------------------------------------- */
 
-/* True when data[0..len) holds a NUL byte or a \u0000 escape (see the file comment). A
- * backslash always starts a two-byte escape in valid JSON, so skipping the escaped byte keeps
- * "\\u0000" (an escaped backslash, then text) from matching. */
-static bool has_nul(const char *data, size_t len)
+/* The length of the valid UTF-8 sequence at p[0..n) (no overlongs, surrogates or values past
+ * U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
 {
-    if (memchr(data, '\0', len) != NULL) {
-        return true;
+    size_t len = p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
+    unsigned char lo = 0x80, hi = 0xbf;
+
+    if (len == 0 || len > n) {
+        return 0;
     }
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (data[i] != '\\') {
-            continue;
-        }
-        if (data[i + 1] == 'u' && i + 6 <= len && memcmp(data + i + 2, "0000", 4) == 0) {
-            return true;
-        }
-        i++;
+    if (p[0] == 0xe0) {
+        lo = 0xa0;
+    } else if (p[0] == 0xed) {
+        hi = 0x9f;
+    } else if (p[0] == 0xf0) {
+        lo = 0x90;
+    } else if (p[0] == 0xf4) {
+        hi = 0x8f;
     }
-    return false;
+    if (p[1] < lo || p[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < len; i++) {
+        if (p[i] < 0x80 || p[i] > 0xbf) {
+            return 0;
+        }
+    }
+    return len;
+}
+
+/*
+ * Whether data[0..len) could come from Go's encoder: valid UTF-8 (Go would read an invalid
+ * byte as U+FFFD, cJSON keeps it), no control bytes but \t \n \r between tokens and none inside
+ * strings (cJSON skips any byte up to ' ' as space and takes raw controls in strings; Go
+ * refuses both), and no \u0000 escape (cJSON would end the C string there). A backslash
+ * always starts a two-byte escape in valid JSON, so skipping the escaped byte keeps
+ * "\\u0000" (an escaped backslash, then text) from matching.
+ */
+static bool body_ok(const char *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    bool in_str = false;
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = p[i];
+
+        if (c >= 0x80) {
+            size_t n = utf8_len(p + i, len - i);
+
+            if (n == 0) {
+                return false;
+            }
+            i += n - 1;
+        } else if (c < 0x20) {
+            if (in_str || (c != '\t' && c != '\n' && c != '\r')) {
+                return false;
+            }
+        } else if (c == '"') {
+            in_str = !in_str;
+        } else if (c == '\\' && in_str && i + 1 < len) {
+            if (p[i + 1] == 'u' && i + 6 <= len && memcmp(p + i + 2, "0000", 4) == 0) {
+                return false;
+            }
+            i++;
+        }
+    }
+    return true;
 }
 
 static bool is_ws(char c)
@@ -79,7 +129,7 @@ static cJSON *parse_doc(const char *data, size_t len)
     const char *end = NULL;
     cJSON *root;
 
-    if (data == NULL || len == 0 || len > REVIEW_MAX_BODY || has_nul(data, len)) {
+    if (data == NULL || len == 0 || len > REVIEW_MAX_BODY || !body_ok(data, len)) {
         return NULL;
     }
     root = cJSON_ParseWithLengthOpts(data, len, &end, 0);
@@ -179,7 +229,8 @@ static int parse_groups(const cJSON *user, struct identity *id)
     const cJSON *groups, *e;
     int rc = member(user, "groups", cJSON_IsArray, &groups);
 
-    cJSON_ArrayForEach(e, groups) {
+    cJSON_ArrayForEach(e, groups)
+    {
         const char *g;
 
         if (rc == 0) {
@@ -197,7 +248,8 @@ static int parse_extra(const cJSON *user, struct identity *id)
     const cJSON *extra, *kv;
     int rc = member(user, "extra", cJSON_IsObject, &extra);
 
-    cJSON_ArrayForEach(kv, extra) {
+    cJSON_ArrayForEach(kv, extra)
+    {
         const cJSON *vals = cJSON_IsArray(kv) ? kv : NULL;
         const cJSON *e;
 
@@ -207,7 +259,8 @@ static int parse_extra(const cJSON *user, struct identity *id)
         if (rc == 0) {
             rc = cap_rc(identity_add_extra_key(id, kv->string));
         }
-        cJSON_ArrayForEach(e, vals) {
+        cJSON_ArrayForEach(e, vals)
+        {
             const char *v;
 
             if (rc == 0) {
@@ -266,7 +319,8 @@ static int audiences_ok(const cJSON *status, const char *const *auds, size_t n_a
     int rc = member(status, "audiences", cJSON_IsArray, &got);
 
     *ok = n_auds == 0 || cJSON_GetArraySize(got) == 0;
-    cJSON_ArrayForEach(e, got) {
+    cJSON_ArrayForEach(e, got)
+    {
         const char *a;
 
         if (rc == 0) {
@@ -351,8 +405,7 @@ static void put_extra(struct sbuf *sb, const struct identity *id)
     sbuf_str(sb, "}");
 }
 
-void review_sar_request(const struct identity *id, const struct review_attrs *a,
-                        struct sbuf *out)
+void review_sar_request(const struct identity *id, const struct review_attrs *a, struct sbuf *out)
 {
     sbuf_str(out, "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
                   "\"spec\":{");

@@ -47,8 +47,9 @@ Test(review, token_request_limits)
 
 /* ---- TokenReview responses ----------------------------------------------------------- */
 
-#define TR_HEAD "{\"kind\":\"TokenReview\",\"apiVersion\":\"authentication.k8s.io/v1\"," \
-                "\"metadata\":{\"creationTimestamp\":null},\"spec\":{\"token\":\"T\"},"
+#define TR_HEAD                                                                                    \
+    "{\"kind\":\"TokenReview\",\"apiVersion\":\"authentication.k8s.io/v1\","                       \
+    "\"metadata\":{\"creationTimestamp\":null},\"spec\":{\"token\":\"T\"},"
 
 static const char tr_ok[] =
     TR_HEAD "\"status\":{\"authenticated\":true,\"user\":{\"username\":\"alice\",\"uid\":\"42\","
@@ -89,9 +90,9 @@ Test(review, token_response_denied)
 {
     struct review_token_result r;
 
-    cr_assert_eq(token_parse(TR_HEAD "\"status\":{\"user\":{},\"error\":\"token expired\"}}",
-                             NULL, 0, &r),
-                 0);
+    cr_assert_eq(
+        token_parse(TR_HEAD "\"status\":{\"user\":{},\"error\":\"token expired\"}}", NULL, 0, &r),
+        0);
     cr_expect_not(r.authenticated);
     cr_expect_null(r.id);
     cr_expect_str_eq(r.error, "token expired");
@@ -161,9 +162,16 @@ Test(review, token_response_malformed)
         "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"groups\":\"g\"}}}",
         "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"groups\":[1]}}}",
         "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"extra\":[]}}}",
-        "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"extra\":{\"k\":\"v\"}}}}",
+        "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"extra\":{\"k\":\"v\"}}}"
+        "}",
         "{\"status\":{\"error\":5}}",
         "{\"status\":{\"audiences\":[3]}}",
+        /* where cJSON is laxer than Go's decoder */
+        "{\"status\":{\"error\":\"\xff\"}}",         /* invalid UTF-8 */
+        "{\"status\":{\"error\":\"\xed\xa0\x80\"}}", /* a surrogate */
+        "{\"status\":{\"error\":\"\xc0\xaf\"}}",     /* overlong */
+        "{\x16\"status\":{}}",                       /* a control byte as space */
+        "{\"status\":{\"error\":\"a\nb\"}}",         /* a raw control in a string */
         /* cJSON would read "alice" here */
         "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"alice\\u0000x\"}}}",
     };
@@ -179,6 +187,13 @@ Test(review, token_response_malformed)
     /* a raw NUL byte */
     cr_expect_eq(review_token_parse("{\"a\":\"\0\"}", 9, NULL, 0, &r), -EPROTO);
     review_token_result_fini(&r);
+    /* JSON whitespace and multi-byte UTF-8 are fine */
+    cr_expect_eq(
+        token_parse("{\r\n\t\"status\" : {\"error\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}}\n",
+                    NULL, 0, &r),
+        0);
+    cr_expect_str_eq(r.error, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    review_token_result_fini(&r);
     /* an escaped backslash followed by u0000 is text, not a NUL */
     cr_expect_eq(token_parse("{\"status\":{\"error\":\"\\\\u0000\"}}", NULL, 0, &r), 0);
     cr_expect_str_eq(r.error, "\\u0000");
@@ -190,7 +205,8 @@ Test(review, token_response_caps)
     struct sbuf body = {0};
     struct review_token_result r;
 
-    sbuf_str(&body, "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"groups\":[");
+    sbuf_str(&body,
+             "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"u\",\"groups\":[");
     for (int i = 0; i <= IDENTITY_MAX_GROUPS; i++) {
         sbuf_str(&body, i > 0 ? ",\"g\"" : "\"g\"");
     }
@@ -236,8 +252,14 @@ static struct identity *alice(void)
 }
 
 static const struct review_attrs list_pods_b = {
-    .is_resource = true, .verb = "list", .ns = "b", .group = "", .version = "v1",
-    .resource = "pods", .subresource = "", .name = "",
+    .is_resource = true,
+    .verb = "list",
+    .ns = "b",
+    .group = "",
+    .version = "v1",
+    .resource = "pods",
+    .subresource = "",
+    .name = "",
 };
 
 Test(review, sar_request_bytes_as_auth_md)
@@ -298,8 +320,9 @@ Test(review, sar_request_extra_sorted_and_escaped)
 
 /* ---- SubjectAccessReview responses --------------------------------------------------- */
 
-#define SAR_HEAD "{\"kind\":\"SubjectAccessReview\",\"apiVersion\":\"authorization.k8s.io/v1\"," \
-                 "\"metadata\":{\"creationTimestamp\":null},\"spec\":{},"
+#define SAR_HEAD                                                                                   \
+    "{\"kind\":\"SubjectAccessReview\",\"apiVersion\":\"authorization.k8s.io/v1\","                \
+    "\"metadata\":{\"creationTimestamp\":null},\"spec\":{},"
 
 static int sar_parse(const char *body, struct review_sar_result *r)
 {
@@ -323,9 +346,9 @@ Test(review, sar_responses)
     cr_expect_eq(d, REVIEW_ALLOW);
     review_sar_result_fini(&r);
 
-    cr_assert_eq(sar_parse(SAR_HEAD "\"status\":{\"allowed\":false,\"reason\":\"\",\"denied\":false}}",
-                           &r),
-                 0);
+    cr_assert_eq(
+        sar_parse(SAR_HEAD "\"status\":{\"allowed\":false,\"reason\":\"\",\"denied\":false}}", &r),
+        0);
     cr_assert_eq(review_sar_decision(&r, &d), 0);
     cr_expect_eq(d, REVIEW_NO_OPINION);
     review_sar_result_fini(&r);
