@@ -124,8 +124,7 @@ void authz_status_forbidden(struct kstatus *st, const char *user, const struct r
     st->kind = resource[0] != '\0' ? a->resource : "";
 }
 
-size_t authz_status_internal_error(const char *request_uri, const char *err, char *buf,
-                                   size_t cap)
+size_t authz_status_internal_error(const char *request_uri, const char *err, char *buf, size_t cap)
 {
     struct sbuf text = {0}, body = {0};
     size_t len;

@@ -23,7 +23,7 @@
 
 /* The response headers of these answers. */
 #define AUTHZ_STATUS_NOSNIFF_HEADER "X-Content-Type-Options"
-#define AUTHZ_STATUS_NOSNIFF_VALUE "nosniff"          /* on the 403 and the 500 */
+#define AUTHZ_STATUS_NOSNIFF_VALUE "nosniff"               /* on the 403 and the 500 */
 #define AUTHZ_STATUS_TEXT_TYPE "text/plain; charset=utf-8" /* the 500's Content-Type */
 
 /* 401 {"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}. */
@@ -47,7 +47,6 @@ void authz_status_forbidden(struct kstatus *st, const char *user, const struct r
  * AUTHZ_STATUS_NOSNIFF_*. Returns the body length; writes at most cap-1 bytes plus a NUL
  * (snprintf semantics).
  */
-size_t authz_status_internal_error(const char *request_uri, const char *err, char *buf,
-                                   size_t cap);
+size_t authz_status_internal_error(const char *request_uri, const char *err, char *buf, size_t cap);
 
 #endif

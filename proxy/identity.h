@@ -17,10 +17,10 @@
 
 struct sbuf;
 
-#define IDENTITY_MAX_STR 4096           /* bytes of one user name, uid, group, key or value */
-#define IDENTITY_MAX_GROUPS 256         /* groups of one identity */
-#define IDENTITY_MAX_EXTRA_KEYS 64      /* distinct extra keys */
-#define IDENTITY_MAX_EXTRA_VALUES 256   /* extra values over all keys */
+#define IDENTITY_MAX_STR 4096         /* bytes of one user name, uid, group, key or value */
+#define IDENTITY_MAX_GROUPS 256       /* groups of one identity */
+#define IDENTITY_MAX_EXTRA_KEYS 64    /* distinct extra keys */
+#define IDENTITY_MAX_EXTRA_VALUES 256 /* extra values over all keys */
 
 /* The names k8s.io/apiserver gives them (pkg/authentication/user). */
 #define IDENTITY_ANONYMOUS "system:anonymous"
@@ -28,20 +28,20 @@ struct sbuf;
 #define IDENTITY_UNAUTHENTICATED "system:unauthenticated"
 
 struct identity_extra {
-    char *key;          /* read-only */
-    char **values;      /* read-only, n_values of them */
+    char *key;     /* read-only */
+    char **values; /* read-only, n_values of them */
     size_t n_values;
 };
 
 /* Fields are public and read-only: change them only through the functions below. */
 struct identity {
-    char *user;                   /* never NULL (may be "" when a reviewer said so) */
-    char *uid;                    /* "" = none */
+    char *user; /* never NULL (may be "" when a reviewer said so) */
+    char *uid;  /* "" = none */
     char **groups;
     size_t n_groups;
     struct identity_extra *extra; /* sorted by key */
     size_t n_extra;
-    size_t n_extra_values;        /* sum of extra[i].n_values */
+    size_t n_extra_values; /* sum of extra[i].n_values */
 };
 
 /* A new identity with user <user> (copied), no uid, groups or extra. NULL when <user> is

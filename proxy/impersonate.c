@@ -163,12 +163,12 @@ static bool sa_split(const char *user, const char **ns, size_t *ns_len, const ch
 /* ---- pass 1: measure ------------------------------------------------------------------- */
 
 struct scan {
-    const char *user;  /* first Impersonate-User */
-    const char *uid;   /* first Impersonate-Uid */
+    const char *user; /* first Impersonate-User */
+    const char *uid;  /* first Impersonate-Uid */
     size_t n_groups;
-    size_t n_extra;    /* values */
+    size_t n_extra; /* values */
     size_t bytes;
-    size_t max_str;    /* longest value or extra key */
+    size_t max_str; /* longest value or extra key */
 };
 
 static int scan_headers(const struct impersonate_hdr *h, size_t n, struct scan *s, char *err,
@@ -322,8 +322,8 @@ static const struct identity_extra *extra_of(const struct identity *id, const ch
     return NULL;
 }
 
-static int build_groups_extra(struct impersonate_req *r, const struct impersonate_hdr *h,
-                              size_t n, char *key)
+static int build_groups_extra(struct impersonate_req *r, const struct impersonate_hdr *h, size_t n,
+                              char *key)
 {
     struct identity *id = r->as;
     int rc = 0;

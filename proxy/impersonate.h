@@ -38,7 +38,7 @@ struct impersonate_req {
     struct review_attrs *checks; /* n_checks, verb "impersonate"; strings point into <as>
                                     and <arena> */
     size_t n_checks;
-    char *arena;                 /* private: the service account's namespace and name */
+    char *arena; /* private: the service account's namespace and name */
 };
 
 /*

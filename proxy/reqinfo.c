@@ -185,8 +185,8 @@ static size_t split_path(char *s, char **seg)
 
 /* Lays out the arena: the path twice (one to keep, one to split), the lowercased method, and
  * room for a fieldSelector name. Returns the copy to split. */
-static char *arena_init(struct reqinfo *ri, const char *method, const char *path,
-                        const char *fsel, char **name_buf)
+static char *arena_init(struct reqinfo *ri, const char *method, const char *path, const char *fsel,
+                        char **name_buf)
 {
     size_t plen = strlen(path), mlen = strlen(method), flen = fsel ? strlen(fsel) : 0;
     char *p = xmalloc(2 * (plen + 1) + mlen + 1 + flen + 1);
@@ -218,8 +218,7 @@ int reqinfo_parse(const char *method, const char *path, const struct k8s_query_k
     memset(out, 0, sizeof(*out));
     out->api_prefix = out->group = out->version = out->ns = empty;
     out->resource = out->subresource = out->name = empty;
-    total = split_path(arena_init(out, method, path, query_first(q, n, "fieldSelector"),
-                                  &name_buf),
+    total = split_path(arena_init(out, method, path, query_first(q, n, "fieldSelector"), &name_buf),
                        seg);
     if (total < 3 || (strcmp(seg[0], "api") != 0 && strcmp(seg[0], "apis") != 0)) {
         return 0;

@@ -29,21 +29,21 @@
 
 /* Fields are read-only; strings are never NULL, "" when unset, and owned by <arena>. */
 struct reqinfo {
-    bool is_resource;        /* IsResourceRequest */
-    const char *path;        /* the path as given */
-    const char *verb;        /* list/watch/get/create/update/patch/delete/deletecollection/
-                                proxy, "" for other methods on resources, or the lowercased
-                                method of a non-resource request */
-    const char *api_prefix;  /* "api" or "apis" */
-    const char *group;       /* APIGroup ("" = core) */
-    const char *version;     /* APIVersion */
-    const char *ns;          /* Namespace ("" = cluster scope / all namespaces) */
+    bool is_resource;       /* IsResourceRequest */
+    const char *path;       /* the path as given */
+    const char *verb;       /* list/watch/get/create/update/patch/delete/deletecollection/
+                               proxy, "" for other methods on resources, or the lowercased
+                               method of a non-resource request */
+    const char *api_prefix; /* "api" or "apis" */
+    const char *group;      /* APIGroup ("" = core) */
+    const char *version;    /* APIVersion */
+    const char *ns;         /* Namespace ("" = cluster scope / all namespaces) */
     const char *resource;
     const char *subresource;
-    const char *name;        /* from the path, or a list/watch's fieldSelector metadata.name */
-    size_t n_parts;          /* len(Parts): the path parts from the resource on */
-    bool verb_via_path;      /* the verb came from a /watch/ or /proxy/ segment */
-    char *arena;             /* private */
+    const char *name;   /* from the path, or a list/watch's fieldSelector metadata.name */
+    size_t n_parts;     /* len(Parts): the path parts from the resource on */
+    bool verb_via_path; /* the verb came from a /watch/ or /proxy/ segment */
+    char *arena;        /* private */
 };
 
 /*

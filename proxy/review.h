@@ -23,18 +23,18 @@ struct sbuf;
 #define REVIEW_TOKENREVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"
 #define REVIEW_SAR_PATH "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
-#define REVIEW_MAX_TOKEN 65536          /* bytes of a bearer token kwp will review */
-#define REVIEW_MAX_AUDIENCES 16         /* --authentication-audiences entries */
-#define REVIEW_MAX_BODY (1024 * 1024)   /* bytes of a review response kwp will parse */
-#define REVIEW_MAX_TEXT 4096            /* bytes kept of a reason / error text */
+#define REVIEW_MAX_TOKEN 65536        /* bytes of a bearer token kwp will review */
+#define REVIEW_MAX_AUDIENCES 16       /* --authentication-audiences entries */
+#define REVIEW_MAX_BODY (1024 * 1024) /* bytes of a review response kwp will parse */
+#define REVIEW_MAX_TEXT 4096          /* bytes kept of a reason / error text */
 
 /* What is asked (authorizer.AttributesRecord without User). NULL strings read as "". */
 struct review_attrs {
     bool is_resource;
-    const char *verb;        /* list, watch, get, impersonate, ... or the lowercased method */
+    const char *verb; /* list, watch, get, impersonate, ... or the lowercased method */
     /* resource requests */
-    const char *ns;          /* "" = cluster scope */
-    const char *group;       /* "" = core */
+    const char *ns;    /* "" = cluster scope */
+    const char *group; /* "" = core */
     const char *version;
     const char *resource;
     const char *subresource;
@@ -54,10 +54,10 @@ int review_token_request(const char *token, size_t token_len, const char *const 
                          size_t n_auds, struct sbuf *out);
 
 struct review_token_result {
-    bool authenticated;   /* status.authenticated and the audience check passed */
-    struct identity *id;  /* owned; non-NULL exactly when authenticated; as the reviewer
-                             gave it (system:authenticated is the caller's: identity.h) */
-    char *error;          /* owned; status.error or "" */
+    bool authenticated;  /* status.authenticated and the audience check passed */
+    struct identity *id; /* owned; non-NULL exactly when authenticated; as the reviewer
+                            gave it (system:authenticated is the caller's: identity.h) */
+    char *error;         /* owned; status.error or "" */
 };
 
 /*
@@ -90,17 +90,16 @@ int review_token_key(const struct review_cache *c, const char *token, size_t tok
  * <out>. The seven resource keys are always written; user, groups, extra and uid only when
  * set (Go's omitempty); extra keys sorted, as json.Marshal writes a map.
  */
-void review_sar_request(const struct identity *id, const struct review_attrs *a,
-                        struct sbuf *out);
+void review_sar_request(const struct identity *id, const struct review_attrs *a, struct sbuf *out);
 
 enum review_decision { REVIEW_NO_OPINION = 0, REVIEW_ALLOW, REVIEW_DENY };
 
 struct review_sar_result {
-    bool allowed;            /* status.allowed */
-    bool denied;             /* status.denied (an explicit deny) */
-    char *reason;            /* owned; status.reason or "" (cut at REVIEW_MAX_TEXT) */
-    char *evaluation_error;  /* owned; status.evaluationError or "" (informational: the
-                                webhook authorizer decides on allowed/denied alone) */
+    bool allowed;           /* status.allowed */
+    bool denied;            /* status.denied (an explicit deny) */
+    char *reason;           /* owned; status.reason or "" (cut at REVIEW_MAX_TEXT) */
+    char *evaluation_error; /* owned; status.evaluationError or "" (informational: the
+                               webhook authorizer decides on allowed/denied alone) */
 };
 
 /* Parses a SubjectAccessReview response. Returns 0, or -EPROTO as review_token_parse.

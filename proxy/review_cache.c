@@ -30,7 +30,7 @@ struct rc_entry {
     struct rc_entry *hnext; /* bucket chain */
     struct rc_entry *older; /* age list */
     struct rc_entry *newer;
-    int64_t expires_ms;     /* injected clock */
+    int64_t expires_ms; /* injected clock */
     enum review_outcome outcome;
     size_t len;
     unsigned char data[];
@@ -52,16 +52,16 @@ struct review_flight {
 
 struct review_cache {
     pthread_mutex_t mu;
-    struct review_cache_opts opts;      /* immutable */
-    unsigned char salt[SALT_LEN];       /* immutable */
-    struct rc_entry **buckets;          /* under mu */
-    size_t n_buckets;                   /* power of two, immutable */
+    struct review_cache_opts opts;                 /* immutable */
+    unsigned char salt[SALT_LEN];                  /* immutable */
+    struct rc_entry **buckets;                     /* under mu */
+    size_t n_buckets;                              /* power of two, immutable */
     struct review_flight *flights[FLIGHT_BUCKETS]; /* under mu */
-    struct rc_entry *oldest;            /* under mu */
-    struct rc_entry *newest;            /* under mu */
-    size_t n_entries;                   /* under mu */
-    size_t n_flights;                   /* registered ones; under mu */
-    struct review_cache_stats stats;    /* under mu */
+    struct rc_entry *oldest;                       /* under mu */
+    struct rc_entry *newest;                       /* under mu */
+    size_t n_entries;                              /* under mu */
+    size_t n_flights;                              /* registered ones; under mu */
+    struct review_cache_stats stats;               /* under mu */
 };
 
 static int64_t mono_ms(void)
@@ -149,11 +149,10 @@ static void entry_remove(struct review_cache *c, struct rc_entry *e)
 }
 
 static void entry_insert(struct review_cache *c, const struct review_cache_key *key,
-                         enum review_outcome outcome, const void *data, size_t len,
-                         int64_t now)
+                         enum review_outcome outcome, const void *data, size_t len, int64_t now)
 {
-    int64_t ttl = outcome == REVIEW_OUTCOME_ALLOWED ? c->opts.ttl_allowed_ms
-                                                    : c->opts.ttl_denied_ms;
+    int64_t ttl =
+        outcome == REVIEW_OUTCOME_ALLOWED ? c->opts.ttl_allowed_ms : c->opts.ttl_denied_ms;
     struct rc_entry **pp = entry_slot(c, key);
     struct rc_entry *e;
 
@@ -213,8 +212,7 @@ static struct review_flight **flight_slot(struct review_cache *c,
     return pp;
 }
 
-static struct review_flight *flight_new(struct review_cache *c,
-                                        const struct review_cache_key *key)
+static struct review_flight *flight_new(struct review_cache *c, const struct review_cache_key *key)
 {
     struct review_flight *f = xcalloc(1, sizeof(*f));
     pthread_condattr_t attr;
@@ -237,8 +235,7 @@ static struct review_flight *flight_new(struct review_cache *c,
 }
 
 /* Ends a pending flight: out of the table (later lookups start afresh), waiters woken. */
-static void flight_finish(struct review_cache *c, struct review_flight *f,
-                          enum flight_state state)
+static void flight_finish(struct review_cache *c, struct review_flight *f, enum flight_state state)
 {
     BUG_ON(f->state != FLIGHT_PENDING);
     if (f->registered) {
@@ -336,8 +333,8 @@ int review_cache_wait(struct review_cache *c, struct review_flight *flight, int6
 int review_cache_publish(struct review_cache *c, struct review_flight *flight,
                          enum review_outcome outcome, const void *data, size_t len)
 {
-    int64_t ttl = outcome == REVIEW_OUTCOME_ALLOWED ? c->opts.ttl_allowed_ms
-                                                    : c->opts.ttl_denied_ms;
+    int64_t ttl =
+        outcome == REVIEW_OUTCOME_ALLOWED ? c->opts.ttl_allowed_ms : c->opts.ttl_denied_ms;
     int rc = 0;
 
     pthread_mutex_lock(&c->mu);

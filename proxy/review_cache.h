@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REVIEW_CACHE_KEY_LEN 32                 /* SHA-256 */
+#define REVIEW_CACHE_KEY_LEN 32 /* SHA-256 */
 #define REVIEW_CACHE_DEFAULT_MAX_ENTRIES 4096
 #define REVIEW_CACHE_DEFAULT_MAX_FLIGHTS 1024
-#define REVIEW_CACHE_MAX_VALUE (64 * 1024)      /* larger values are answered, not cached */
+#define REVIEW_CACHE_MAX_VALUE (64 * 1024) /* larger values are answered, not cached */
 
 struct review_cache;
 struct review_flight;
@@ -44,11 +44,11 @@ enum review_outcome { REVIEW_OUTCOME_ALLOWED = 0, REVIEW_OUTCOME_DENIED };
 typedef int64_t review_cache_clock_fn(void *ctx);
 
 struct review_cache_opts {
-    int64_t ttl_allowed_ms;      /* 0 = not cached (single flight still applies) */
+    int64_t ttl_allowed_ms; /* 0 = not cached (single flight still applies) */
     int64_t ttl_denied_ms;
-    size_t max_entries;          /* 0 = REVIEW_CACHE_DEFAULT_MAX_ENTRIES */
-    size_t max_flights;          /* concurrent flights; past it misses send without sharing;
-                                    0 = REVIEW_CACHE_DEFAULT_MAX_FLIGHTS */
+    size_t max_entries;           /* 0 = REVIEW_CACHE_DEFAULT_MAX_ENTRIES */
+    size_t max_flights;           /* concurrent flights; past it misses send without sharing;
+                                     0 = REVIEW_CACHE_DEFAULT_MAX_FLIGHTS */
     review_cache_clock_fn *clock; /* NULL = CLOCK_MONOTONIC */
     void *clock_ctx;
 };
@@ -63,13 +63,13 @@ struct review_cache_val {
 
 /* Counters since creation (for /metrics). */
 struct review_cache_stats {
-    uint64_t hits;        /* lookups answered from the cache */
-    uint64_t misses;      /* lookups that made the caller the sender */
-    uint64_t waits;       /* lookups that joined another thread's flight */
-    uint64_t reviews;     /* flights published (reviews answered) */
-    uint64_t abandoned;   /* flights abandoned (reviews that failed) */
-    uint64_t evictions;   /* live entries dropped for room */
-    uint64_t entries;     /* entries held now */
+    uint64_t hits;      /* lookups answered from the cache */
+    uint64_t misses;    /* lookups that made the caller the sender */
+    uint64_t waits;     /* lookups that joined another thread's flight */
+    uint64_t reviews;   /* flights published (reviews answered) */
+    uint64_t abandoned; /* flights abandoned (reviews that failed) */
+    uint64_t evictions; /* live entries dropped for room */
+    uint64_t entries;   /* entries held now */
 };
 
 enum review_cache_result { REVIEW_CACHE_HIT = 0, REVIEW_CACHE_SEND, REVIEW_CACHE_WAIT };

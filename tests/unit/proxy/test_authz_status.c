@@ -26,8 +26,14 @@ static struct review_attrs res(const char *verb, const char *group, const char *
                                const char *sub, const char *ns, const char *name)
 {
     struct review_attrs a = {
-        .is_resource = true, .verb = verb, .ns = ns, .group = group, .version = "v1",
-        .resource = resource, .subresource = sub, .name = name,
+        .is_resource = true,
+        .verb = verb,
+        .ns = ns,
+        .group = group,
+        .version = "v1",
+        .resource = resource,
+        .subresource = sub,
+        .name = name,
     };
 
     return a;

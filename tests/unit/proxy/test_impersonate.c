@@ -15,12 +15,11 @@
 
 #define HDRS(...) ((const struct impersonate_hdr[]){__VA_ARGS__})
 #define N(...) (sizeof(HDRS(__VA_ARGS__)) / sizeof(struct impersonate_hdr))
-#define PARSE(out, err, ...) \
+#define PARSE(out, err, ...)                                                                       \
     impersonate_parse(HDRS(__VA_ARGS__), N(__VA_ARGS__), out, err, sizeof(err))
 
 static void expect_check(const struct review_attrs *a, const char *group, const char *version,
-                         const char *resource, const char *sub, const char *ns,
-                         const char *name)
+                         const char *resource, const char *sub, const char *ns, const char *name)
 {
     cr_expect(a->is_resource);
     cr_expect_str_eq(a->verb, "impersonate");
@@ -111,10 +110,10 @@ Test(impersonate, service_account)
 Test(impersonate, invalid_service_account_names_are_users)
 {
     static const char *const users[] = {
-        "system:serviceaccount:ns1",        "system:serviceaccount:ns1:a:b",
-        "system:serviceaccount:NS:a",       "system:serviceaccount::a",
-        "system:serviceaccount:ns:",        "system:serviceaccount:ns:-a",
-        "system:serviceaccount:ns:a..b",    "system:serviceaccount:ns.x:a",
+        "system:serviceaccount:ns1",     "system:serviceaccount:ns1:a:b",
+        "system:serviceaccount:NS:a",    "system:serviceaccount::a",
+        "system:serviceaccount:ns:",     "system:serviceaccount:ns:-a",
+        "system:serviceaccount:ns:a..b", "system:serviceaccount:ns.x:a",
         "system:serviceaccount:a-:b",
     };
     struct impersonate_req r;
@@ -141,9 +140,8 @@ Test(impersonate, anonymous_and_explicit_authentication_groups)
     cr_assert_eq(PARSE(&r, err, {"Impersonate-User", "system:anonymous"}), 0);
     expect_groups(r.as, anon, 1);
     impersonate_req_fini(&r);
-    cr_assert_eq(PARSE(&r, err, {"Impersonate-User", "system:anonymous"},
-                       {"Impersonate-Group", "g"}),
-                 0);
+    cr_assert_eq(
+        PARSE(&r, err, {"Impersonate-User", "system:anonymous"}, {"Impersonate-Group", "g"}), 0);
     expect_groups(r.as, anon_g, 2);
     impersonate_req_fini(&r);
     cr_assert_eq(PARSE(&r, err, {"Impersonate-User", "bob"},
@@ -165,11 +163,11 @@ Test(impersonate, extra_keys_lowercased_then_unescaped)
     } cases[] = {
         {"Impersonate-Extra-Foo", "foo"},
         {"Impersonate-Extra-a%2Fb", "a/b"},
-        {"Impersonate-Extra-%41", "A"},        /* decoded after lowercasing */
-        {"Impersonate-Extra-a+b", "a+b"},      /* PathUnescape keeps '+' */
-        {"Impersonate-Extra-a%zz", "a%zz"},    /* malformed: kept as text */
+        {"Impersonate-Extra-%41", "A"},     /* decoded after lowercasing */
+        {"Impersonate-Extra-a+b", "a+b"},   /* PathUnescape keeps '+' */
+        {"Impersonate-Extra-a%zz", "a%zz"}, /* malformed: kept as text */
         {"Impersonate-Extra-a%2", "a%2"},
-        {"Impersonate-Extra-x%00y", "x%00y"},  /* kept: a C string cannot hold the NUL */
+        {"Impersonate-Extra-x%00y", "x%00y"}, /* kept: a C string cannot hold the NUL */
         {"Impersonate-Extra-", ""},
     };
     struct impersonate_req r;
@@ -338,8 +336,8 @@ Test(impersonate, headers_round_trip_through_parse)
 
 Test(impersonate, headers_refuse_values_that_would_change)
 {
-    static const char *const bad[] = {"a\r\nX-Evil: 1", "a\n", "\x01", " lead", "trail\t",
-                                      "del\x7f"};
+    static const char *const bad[] = {"a\r\nX-Evil: 1", "a\n",     "\x01",
+                                      " lead",          "trail\t", "del\x7f"};
     struct sbuf sb = {0};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -68,42 +68,64 @@ struct row {
 static const struct row success_cases[] = {
     /* resource paths */
     {"GET", "/api/v1/namespaces", "list", "api", "", "v1", "", "namespaces", "", "", 1},
-    {"GET", "/api/v1/namespaces/other", "get", "api", "", "v1", "other", "namespaces", "", "other", 2},
+    {"GET", "/api/v1/namespaces/other", "get", "api", "", "v1", "other", "namespaces", "", "other",
+     2},
     {"GET", "/api/v1/namespaces/other/pods", "list", "api", "", "v1", "other", "pods", "", "", 1},
-    {"GET", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "", "foo", 2},
-    {"HEAD", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "", "foo", 2},
+    {"GET", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "", "foo",
+     2},
+    {"HEAD", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "",
+     "foo", 2},
     {"GET", "/api/v1/pods", "list", "api", "", "v1", "", "pods", "", "", 1},
     {"HEAD", "/api/v1/pods", "list", "api", "", "v1", "", "pods", "", "", 1},
-    {"GET", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "", "foo", 2},
+    {"GET", "/api/v1/namespaces/other/pods/foo", "get", "api", "", "v1", "other", "pods", "", "foo",
+     2},
     {"GET", "/api/v1/namespaces/other/pods", "list", "api", "", "v1", "other", "pods", "", "", 1},
-    {"PATCH", "/api/v1/namespaces/new-namespace", "patch", "api", "", "v1", "new-namespace", "namespaces", "", "new-namespace", 2},
+    {"PATCH", "/api/v1/namespaces/new-namespace", "patch", "api", "", "v1", "new-namespace",
+     "namespaces", "", "new-namespace", 2},
     /* special verbs */
-    {"GET", "/api/v1/proxy/namespaces/other/pods/foo", "proxy", "api", "", "v1", "other", "pods", "", "foo", 2},
-    {"GET", "/api/v1/proxy/namespaces/other/pods/foo/subpath/not/a/subresource", "proxy", "api", "", "v1", "other", "pods", "", "foo", 6},
+    {"GET", "/api/v1/proxy/namespaces/other/pods/foo", "proxy", "api", "", "v1", "other", "pods",
+     "", "foo", 2},
+    {"GET", "/api/v1/proxy/namespaces/other/pods/foo/subpath/not/a/subresource", "proxy", "api", "",
+     "v1", "other", "pods", "", "foo", 6},
     {"GET", "/api/v1/watch/pods", "watch", "api", "", "v1", "", "pods", "", "", 1},
     {"GET", "/api/v1/pods?watch=true", "watch", "api", "", "v1", "", "pods", "", "", 1},
     {"GET", "/api/v1/pods?watch=false", "list", "api", "", "v1", "", "pods", "", "", 1},
-    {"GET", "/api/v1/watch/namespaces/other/pods", "watch", "api", "", "v1", "other", "pods", "", "", 1},
-    {"GET", "/api/v1/namespaces/other/pods?watch=1", "watch", "api", "", "v1", "other", "pods", "", "", 1},
-    {"GET", "/api/v1/namespaces/other/pods?watch=0", "list", "api", "", "v1", "other", "pods", "", "", 1},
+    {"GET", "/api/v1/watch/namespaces/other/pods", "watch", "api", "", "v1", "other", "pods", "",
+     "", 1},
+    {"GET", "/api/v1/namespaces/other/pods?watch=1", "watch", "api", "", "v1", "other", "pods", "",
+     "", 1},
+    {"GET", "/api/v1/namespaces/other/pods?watch=0", "list", "api", "", "v1", "other", "pods", "",
+     "", 1},
     /* subresource identification */
-    {"GET", "/api/v1/namespaces/other/pods/foo/status", "get", "api", "", "v1", "other", "pods", "status", "foo", 3},
-    {"GET", "/api/v1/namespaces/other/pods/foo/proxy/subpath", "get", "api", "", "v1", "other", "pods", "proxy", "foo", 4},
-    {"PUT", "/api/v1/namespaces/other/finalize", "update", "api", "", "v1", "other", "namespaces", "finalize", "other", 3},
-    {"PUT", "/api/v1/namespaces/other/status", "update", "api", "", "v1", "other", "namespaces", "status", "other", 3},
+    {"GET", "/api/v1/namespaces/other/pods/foo/status", "get", "api", "", "v1", "other", "pods",
+     "status", "foo", 3},
+    {"GET", "/api/v1/namespaces/other/pods/foo/proxy/subpath", "get", "api", "", "v1", "other",
+     "pods", "proxy", "foo", 4},
+    {"PUT", "/api/v1/namespaces/other/finalize", "update", "api", "", "v1", "other", "namespaces",
+     "finalize", "other", 3},
+    {"PUT", "/api/v1/namespaces/other/status", "update", "api", "", "v1", "other", "namespaces",
+     "status", "other", 3},
     /* verb identification */
-    {"PATCH", "/api/v1/namespaces/other/pods/foo", "patch", "api", "", "v1", "other", "pods", "", "foo", 2},
-    {"DELETE", "/api/v1/namespaces/other/pods/foo", "delete", "api", "", "v1", "other", "pods", "", "foo", 2},
-    {"POST", "/api/v1/namespaces/other/pods", "create", "api", "", "v1", "other", "pods", "", "", 1},
+    {"PATCH", "/api/v1/namespaces/other/pods/foo", "patch", "api", "", "v1", "other", "pods", "",
+     "foo", 2},
+    {"DELETE", "/api/v1/namespaces/other/pods/foo", "delete", "api", "", "v1", "other", "pods", "",
+     "foo", 2},
+    {"POST", "/api/v1/namespaces/other/pods", "create", "api", "", "v1", "other", "pods", "", "",
+     1},
     /* deletecollection verb identification */
     {"DELETE", "/api/v1/nodes", "deletecollection", "api", "", "v1", "", "nodes", "", "", 1},
-    {"DELETE", "/api/v1/namespaces", "deletecollection", "api", "", "v1", "", "namespaces", "", "", 1},
-    {"DELETE", "/api/v1/namespaces/other/pods", "deletecollection", "api", "", "v1", "other", "pods", "", "", 1},
-    {"DELETE", "/apis/extensions/v1/namespaces/other/pods", "deletecollection", "apis", "extensions", "v1", "other", "pods", "", "", 1},
+    {"DELETE", "/api/v1/namespaces", "deletecollection", "api", "", "v1", "", "namespaces", "", "",
+     1},
+    {"DELETE", "/api/v1/namespaces/other/pods", "deletecollection", "api", "", "v1", "other",
+     "pods", "", "", 1},
+    {"DELETE", "/apis/extensions/v1/namespaces/other/pods", "deletecollection", "apis",
+     "extensions", "v1", "other", "pods", "", "", 1},
     /* api group identification */
-    {"POST", "/apis/extensions/v1/namespaces/other/pods", "create", "apis", "extensions", "v1", "other", "pods", "", "", 1},
+    {"POST", "/apis/extensions/v1/namespaces/other/pods", "create", "apis", "extensions", "v1",
+     "other", "pods", "", "", 1},
     /* api version identification */
-    {"POST", "/apis/extensions/v1beta3/namespaces/other/pods", "create", "apis", "extensions", "v1beta3", "other", "pods", "", "", 1},
+    {"POST", "/apis/extensions/v1beta3/namespaces/other/pods", "create", "apis", "extensions",
+     "v1beta3", "other", "pods", "", "", 1},
 };
 
 Test(reqinfo, get_api_request_info_table)
@@ -131,7 +153,10 @@ Test(reqinfo, get_api_request_info_table)
 Test(reqinfo, error_cases_are_non_resource)
 {
     static const char *const urls[] = {
-        "/", "/api/version/", "/apis/group/version/", "/badprefix/version/resource",
+        "/",
+        "/api/version/",
+        "/apis/group/version/",
+        "/badprefix/version/resource",
         "/apis/version/resource",
     };
 
@@ -265,9 +290,13 @@ Test(reqinfo, watch_values)
         {"/api/v1/pods?watch=no", NULL, "watch"},
         {"/api/v1/pods?watch=0&watch=1", NULL, "list"},
         /* EqualFold folds U+017F to 's' when the options decode ... */
-        {"/api/v1/pods?watch=fal\xc5\xbf" "e", NULL, "list"},
+        {"/api/v1/pods?watch=fal\xc5\xbf"
+         "e",
+         NULL, "list"},
         /* ... ToLower, in the fallback, does not */
-        {"/api/v1/pods?watch=fal\xc5\xbf" "e&limit=x", NULL, "watch"},
+        {"/api/v1/pods?watch=fal\xc5\xbf"
+         "e&limit=x",
+         NULL, "watch"},
         {"/api/v1/pods?watch=false&limit=x", NULL, "list"},
         {"/api/v1/pods?watch=true&limit=x", NULL, "watch"},
     };

@@ -50,8 +50,7 @@ static struct review_cache_key key_of(const struct review_cache *c, const char *
 }
 
 /* Looks <name> up expecting a miss, and publishes <value> as the sender. */
-static void fill(struct review_cache *c, const char *name, enum review_outcome o,
-                 const char *value)
+static void fill(struct review_cache *c, const char *name, enum review_outcome o, const char *value)
 {
     struct review_cache_key k = key_of(c, name);
     struct review_cache_val v;
@@ -211,8 +210,7 @@ Test(review_cache, too_large_value_is_answered_not_stored)
     memset(big, 'x', sizeof(big));
     cr_assert_eq(review_cache_lookup(c, &k, &v, &sender), REVIEW_CACHE_SEND);
     cr_assert_eq(review_cache_lookup(c, &k, &v, &waiter), REVIEW_CACHE_WAIT);
-    cr_expect_eq(review_cache_publish(c, sender, REVIEW_OUTCOME_ALLOWED, big, sizeof(big)),
-                 -E2BIG);
+    cr_expect_eq(review_cache_publish(c, sender, REVIEW_OUTCOME_ALLOWED, big, sizeof(big)), -E2BIG);
     cr_assert_eq(review_cache_wait(c, waiter, 1000, &v), 0);
     cr_expect_eq(v.len, sizeof(big));
     review_cache_val_fini(&v);
@@ -278,7 +276,7 @@ struct flight_test {
     atomic_int got_value;
     atomic_int canceled;
     atomic_int bad; /* unexpected results (Criterion asserts belong to the main thread) */
-    bool abandon; /* the sender abandons instead of publishing */
+    bool abandon;   /* the sender abandons instead of publishing */
 };
 
 /* One worker: look up; the one sender waits until every other thread is waiting on its
@@ -376,8 +374,7 @@ Test(review_cache, abandoned_flight_cancels_every_waiter, .timeout = 60)
 
 Test(review_cache, past_max_flights_misses_send_alone)
 {
-    struct review_cache_opts o = {.ttl_allowed_ms = 1000, .ttl_denied_ms = 1000,
-                                  .max_flights = 1};
+    struct review_cache_opts o = {.ttl_allowed_ms = 1000, .ttl_denied_ms = 1000, .max_flights = 1};
     struct review_cache *c = review_cache_new(&o);
     struct review_cache_key a = key_of(c, "a"), b = key_of(c, "b");
     struct review_cache_val v;
