@@ -160,3 +160,26 @@ Test(authz_status, internal_error_text)
     cr_expect_eq(n, strlen("Internal Server Error: \"/\": e\n"));
     cr_expect_eq(authz_status_internal_error("/", "e", NULL, 0), n);
 }
+
+Test(authz_status, impersonation_refusals_of_other_kinds)
+{
+    struct review_attrs extra =
+        res("impersonate", "authentication.k8s.io", "userextras", "scopes", "", "view");
+    struct review_attrs sa = res("impersonate", "", "serviceaccounts", "", "ns1", "builder");
+
+    cr_expect_str_eq(
+        forbidden("alice", extra, ""),
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"userextras.authentication.k8s.io \\\"view\\\" is forbidden: User "
+        "\\\"alice\\\" cannot impersonate resource \\\"userextras/scopes\\\" in API group "
+        "\\\"authentication.k8s.io\\\" at the cluster scope\",\"reason\":\"Forbidden\","
+        "\"details\":{\"name\":\"view\",\"group\":\"authentication.k8s.io\",\"kind\":"
+        "\"userextras\"},\"code\":403}\n");
+    cr_expect_str_eq(
+        forbidden("alice", sa, ""),
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"serviceaccounts \\\"builder\\\" is forbidden: User \\\"alice\\\" cannot "
+        "impersonate resource \\\"serviceaccounts\\\" in API group \\\"\\\" in the namespace "
+        "\\\"ns1\\\"\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"builder\",\"kind\":"
+        "\"serviceaccounts\"},\"code\":403}\n");
+}
