@@ -286,6 +286,14 @@ size_t kube_json_quote(const char *s, size_t len, char *buf, size_t cap)
     return wb_finish(&w);
 }
 
+size_t kube_json_go_quote(const char *s, size_t len, char *buf, size_t cap)
+{
+    struct wbuf w = {buf, cap, 0};
+
+    wb_go_quote(&w, s != NULL ? s : "", s != NULL ? len : 0);
+    return wb_finish(&w);
+}
+
 /* ---- Status bodies --------------------------------------------------------------------- */
 
 void kstatus_set(struct kstatus *st, int code, const char *reason, const char *fmt, ...)

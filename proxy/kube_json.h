@@ -86,6 +86,14 @@ void kstatus_not_ready(struct kstatus *st, double seconds_unready);
  */
 size_t kube_json_quote(const char *s, size_t len, char *buf, size_t cap);
 
+/*
+ * Writes <s> (len bytes) quoted as Go's strconv.Quote, which is what fmt's %q prints for a
+ * string (the names in kube-apiserver's error messages): \" \\ \a..\r short escapes, other
+ * controls and invalid UTF-8 bytes as \xNN, non-printable runes as \uNNNN / \UNNNNNNNN.
+ * Returns the bytes needed; writes at most cap-1 plus NUL (snprintf semantics).
+ */
+size_t kube_json_go_quote(const char *s, size_t len, char *buf, size_t cap);
+
 /* ---- reading spans ------------------------------------------------------------------- */
 
 /*
