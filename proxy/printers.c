@@ -5,7 +5,7 @@
  * the v1 JSON through small accessors that answer the zero value for anything absent or of
  * the wrong type (what Go's decoder leaves in a struct). Column descriptions are the Go
  * strings the apiserver embeds (metav1.ObjectMeta{}.SwaggerDoc()["name"], ...), kept here
- * unescaped and JSON-encoded once, with kube_json_quote, into each printer's column array.
+ * unescaped and JSON-encoded once, with gotext_json_quote, into each printer's column array.
  *
  * Cells are written as Go encodes []interface{}: strings quoted HTML-safe ("<none>" is
  * "\u003cnone\u003e" on the wire), int64 cells as bare numbers.
@@ -22,15 +22,15 @@
 #include <cJSON.h>
 
 #include "cache/bug.h"
-#include "proxy/kube_json.h"
-#include "proxy/sbuf.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* Appends <s> as a Go-encoded JSON string. */
 static void pb_quote(struct sbuf *b, const char *s)
 {
-    sbuf_quote(b, s, strlen(s));
+    gotext_json_quote(b, s, strlen(s));
 }
 
 /* The cells of one row: "cells":[ then one value per cell_* call; printers_cells_new
@@ -1732,7 +1732,7 @@ const char *printers_columns(const struct printer *p)
 
 char *printers_cells_new(const struct printer *p, const cJSON *obj, int64_t now_ns, size_t *len)
 {
-    struct row r = {{NULL, 0, 0}, 0, NULL};
+    struct row r = {0};
 
     p->print(&r, obj, ktime_of_ns(now_ns));
     sbuf_str(&r.b, r.n == 0 ? "\"cells\":[]" : "]");

@@ -17,7 +17,8 @@
 #include <cJSON.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 static const char *str_or_empty(const char *s)
 {
@@ -31,7 +32,7 @@ static void put_member(struct sbuf *sb, bool first, const char *key, const char 
     sbuf_str(sb, first ? "\"" : ",\"");
     sbuf_str(sb, key);
     sbuf_str(sb, "\":");
-    sbuf_quote(sb, val, strlen(val));
+    gotext_json_quote(sb, val, strlen(val));
 }
 
 /* ["a","b"] */
@@ -42,7 +43,7 @@ static void put_str_array(struct sbuf *sb, char *const *v, size_t n)
         if (i > 0) {
             sbuf_str(sb, ",");
         }
-        sbuf_quote(sb, v[i], strlen(v[i]));
+        gotext_json_quote(sb, v[i], strlen(v[i]));
     }
     sbuf_str(sb, "]");
 }
@@ -215,7 +216,7 @@ int review_token_request(const char *token, size_t token_len, const char *const 
     }
     sbuf_str(out, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
                   "\"spec\":{\"token\":");
-    sbuf_quote(out, token, token_len);
+    gotext_json_quote(out, token, token_len);
     if (n_auds > 0) {
         sbuf_str(out, ",\"audiences\":");
         put_str_array(out, (char *const *)auds, n_auds);
@@ -398,7 +399,7 @@ static void put_extra(struct sbuf *sb, const struct identity *id)
         if (i > 0) {
             sbuf_str(sb, ",");
         }
-        sbuf_quote(sb, e->key, strlen(e->key));
+        gotext_json_quote(sb, e->key, strlen(e->key));
         sbuf_str(sb, ":");
         put_str_array(sb, e->values, e->n_values);
     }

@@ -15,7 +15,7 @@
 
 #include "cache/selector.h"
 #include "proxy/k8s_path.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 
 /* A continue token as the apiserver mints it: {"v":"meta.k8s.io/v1","rv":150,"start":"a\u0000"} */
 #define TOKEN_RV150 "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTUwLCJzdGFydCI6ImFcdTAwMDAifQ"
@@ -688,7 +688,7 @@ Test(k8s_path, vector_15_full_body)
     size_t len;
 
     cr_assert_eq(parse("resourceVersionMatch=Exact", false, &q, &o, &st), -EINVAL);
-    len = kube_json_status(&st, body, sizeof(body));
+    len = kstatus_json(&st, body, sizeof(body));
     cr_expect_eq(len, strlen(want));
     cr_expect_str_eq(body, want);
 }
@@ -730,7 +730,7 @@ Test(k8s_path, vector_17_full_body_keeps_cause)
 
     cr_assert_eq(parse("resourceVersion=1&resourceVersionMatch=Foo", false, &q, &o, &st),
                  -EINVAL);
-    kube_json_status(&st, body, sizeof(body));
+    kstatus_json(&st, body, sizeof(body));
     cr_expect_not_null(strstr(body, "\"causes\":[{\"reason\":\"FieldValueNotSupported\","
                                     "\"message\":\"Unsupported value: \\\"Foo\\\": supported "
                                     "values: \\\"Exact\\\", \\\"NotOlderThan\\\", \\\"\\\"\","
@@ -896,7 +896,7 @@ Test(k8s_path, vector_34_full_body_has_no_reason)
     char body[1024];
 
     cr_assert_eq(parse("watch=1&resourceVersion=abc", false, &q, &o, &st), -EINVAL);
-    kube_json_status(&st, body, sizeof(body));
+    kstatus_json(&st, body, sizeof(body));
     cr_expect_str_eq(body, want);
 }
 
