@@ -591,6 +591,9 @@ Test(k8s_path, integers)
          "strconv.ParseInt: parsing \"1x99999999999999999999\": invalid syntax"},
         /* the exact capture of kubernetes#101350 */
         {"timeoutSeconds=0.1s", "strconv.ParseInt: parsing \"0.1s\": invalid syntax"},
+        /* k8s_path.c's own IsPrint called these printable; Go's escapes them */
+        {"limit=\xef\xb7\x90", "strconv.ParseInt: parsing \"\\ufdd0\": invalid syntax"},
+        {"limit=\xe0\xa3\xa2", "strconv.ParseInt: parsing \"\\u08e2\": invalid syntax"},
     };
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {

@@ -90,6 +90,9 @@ Test(kstatus, status_404_name_quoted_like_go_percent_q)
     cr_expect_str_eq(st.message, "pods \"a\\\"b\\\\c\\x01\\xff\" not found");
     kstatus_not_found(&st, "", "pods", "caf\xc3\xa9\xc2\xa0");
     cr_expect_str_eq(st.message, "pods \"caf\xc3\xa9\\u00a0\" not found");
+    /* kube_json.c's own IsPrint table called U+08E2 printable; Go's does not */
+    kstatus_not_found(&st, "", "pods", "\xe0\xa3\xa2");
+    cr_expect_str_eq(st.message, "pods \"\\u08e2\" not found");
 }
 
 Test(kstatus, status_429_not_ready)
