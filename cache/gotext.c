@@ -335,6 +335,65 @@ size_t gotext_utf8_cut(const char *s, size_t n, size_t avail)
     return k > 0 ? k : n;
 }
 
+/* ---- strings.TrimSpace ------------------------------------------------------------------ */
+
+/* The length of a Unicode white-space rune (unicode.IsSpace) at s, or 0. */
+static size_t space_len(const unsigned char *s, size_t n)
+{
+    if (n >= 1 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
+        return 1;
+    }
+    if (n >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0)) {
+        return 2;
+    }
+    if (n >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) {
+        return 3; /* U+1680 */
+    }
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
+        (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF)) {
+        return 3; /* U+2000..U+200A, U+2028, U+2029, U+202F */
+    }
+    if (n >= 3 && ((s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) ||
+                   (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80))) {
+        return 3; /* U+205F, U+3000 */
+    }
+    return 0;
+}
+
+/* The start of the Unicode white-space run ending at s+n (s+n when none). */
+static size_t trailing_space_start(const unsigned char *s, size_t n)
+{
+    size_t end = n;
+
+    for (;;) {
+        size_t k = 0;
+        for (size_t w = 1; w <= 3 && w <= end && !k; w++) {
+            k = space_len(s + end - w, w) == w ? w : 0;
+        }
+        if (!k) {
+            return end;
+        }
+        end -= k;
+    }
+}
+
+size_t gotext_trim_space(const char *s, size_t n, size_t *off)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t a = 0;
+
+    for (;;) {
+        size_t k = space_len(u + a, n - a);
+
+        if (k == 0) {
+            break;
+        }
+        a += k;
+    }
+    *off = a;
+    return trailing_space_start(u + a, n - a);
+}
+
 /* ---- strconv.Quote ---------------------------------------------------------------------- */
 
 /* Appends `\<c>` followed by the <digits> low hex digits of <v>. */

@@ -63,6 +63,11 @@ bool gotext_is_print(uint32_t r);
  */
 size_t gotext_utf8_cut(const char *s, size_t n, size_t avail);
 
+/* strings.TrimSpace(s[0..n)): sets *off to where the text left after trimming starts and
+ * returns its length. Space is unicode.IsSpace: '\t'..'\r', ' ', U+0085, U+00A0, U+1680,
+ * U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000. */
+size_t gotext_trim_space(const char *s, size_t n, size_t *off);
+
 /* Appends strconv.Quote(s[0..n)) (what fmt's %q prints for a string): double quotes, \" \\
  * \a \b \f \n \r \t \v, other controls and each invalid byte as \xNN, non-printable runes as
  * \uNNNN or \UNNNNNNNN (lower-case hex), printable runes as they are. */

@@ -967,61 +967,13 @@ static void print_node(struct row *r, const cJSON *obj, struct ktime now)
     free(b.p);
 }
 
-/* The length of a Unicode white-space rune (unicode.IsSpace) at s, or 0. */
-static size_t space_len(const unsigned char *s, size_t n)
-{
-    if (n >= 1 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
-        return 1;
-    }
-    if (n >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0)) {
-        return 2;
-    }
-    if (n >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) {
-        return 3; /* U+1680 */
-    }
-    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
-        (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF)) {
-        return 3; /* U+2000..U+200A, U+2028, U+2029, U+202F */
-    }
-    if (n >= 3 && ((s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) ||
-                   (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80))) {
-        return 3; /* U+205F, U+3000 */
-    }
-    return 0;
-}
-
-/* The start of the Unicode white-space run ending at s+n (s+n when none). */
-static size_t trailing_space_start(const unsigned char *s, size_t n)
-{
-    size_t end = n;
-
-    for (;;) {
-        size_t k = 0;
-        for (size_t w = 1; w <= 3 && w <= end && !k; w++) {
-            k = space_len(s + end - w, w) == w ? w : 0;
-        }
-        if (!k) {
-            return end;
-        }
-        end -= k;
-    }
-}
-
 /* strings.TrimSpace of <s> into a heap string. */
 static char *trim_space_dup(const char *s)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = strlen(s), a = 0, k, b;
-    char *out;
+    size_t off = 0;
+    size_t n = gotext_trim_space(s, strlen(s), &off);
 
-    while ((k = space_len(u + a, n - a)) > 0) {
-        a += k;
-    }
-    b = a + trailing_space_start(u + a, n - a);
-    out = xmalloc(b - a + 1);
-    memcpy(out, s + a, b - a);
-    out[b - a] = '\0';
-    return out;
+    return xstrndup(s + off, n);
 }
 
 /* printEvent, wide: Series and singleton events (count 0 prints 1), the source falls back

@@ -160,6 +160,27 @@ Test(gotext, utf8_cut_never_splits_a_character)
     cr_expect_eq(gotext_utf8_cut("\xe2\x82\xac", 1, 3), 1); /* no progress otherwise */
 }
 
+static void expect_trim(const char *s, const char *want)
+{
+    size_t off = 99;
+    size_t n = gotext_trim_space(s, strlen(s), &off);
+
+    cr_expect_eq(n, strlen(want), "%s", s);
+    cr_expect_eq(memcmp(s + off, want, n), 0, "%s", s);
+}
+
+Test(gotext, trim_space_like_strings)
+{
+    expect_trim("", "");
+    expect_trim("  \t\n\v\f\r ", "");
+    expect_trim(" a b ", "a b");
+    expect_trim("\xc2\xa0x\xc2\x85", "x");                 /* U+00A0, U+0085 */
+    expect_trim("\xe3\x80\x80x\xe2\x80\xa8\xe2\x80\x8a", "x"); /* U+3000, U+2028, U+200A */
+    expect_trim("\xe1\x9a\x80x\xe2\x81\x9f\xe2\x80\xaf", "x"); /* U+1680, U+205F, U+202F */
+    expect_trim("\xe2\x80\x8bx", "\xe2\x80\x8bx");           /* U+200B is no space */
+    expect_trim("\xa0x\xa0", "\xa0x\xa0");                   /* nor a stray byte */
+}
+
 /* ---- strconv.Quote ------------------------------------------------------------------------- */
 
 static void expect_go_quote(const char *s, size_t n, const char *want)
