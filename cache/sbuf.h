@@ -1,20 +1,14 @@
 /*
- * sbuf.h - the one buffer kwp builds text in: always NUL-terminated, always capped.
- *
- * Two kinds of storage behind one API (curl's dynbuf with its `toobig`, plus snprintf):
- *  - heap: grows by doubling from 256 bytes up to a cap on its length (sbuf_init; a
- *    zero-initialised struct is a heap sbuf capped at SBUF_MAX_DEFAULT);
- *  - fixed: the caller's array, never grown or freed (sbuf_init_fixed), for texts that are
- *    cut to a known size (a Status message, an error text, a request head).
- * An append that does not fit stores the prefix that does and sets a sticky error
- * (-ENOBUFS): nothing more is stored until sbuf_clear, so the bytes are always a prefix of
- * what was asked for. sbuf_need counts every byte asked for, stored or not (snprintf's
- * return value).
- *
- *   struct sbuf sb = {0};                       char msg[64]; struct sbuf sb;
- *   sbuf_str(&sb, "{\"name\":");                sbuf_init_fixed(&sb, msg, sizeof(msg));
- *   ... use sb.p / sb.len, then sbuf_free(&sb)  sbuf_printf(&sb, "%d", n); -> msg
- *
+ * sbuf.h - the one buffer kwp builds text in: always NUL-terminated, always capped (curl's
+ * dynbuf with its `toobig`, plus snprintf). Two kinds of storage behind one API:
+ *  - heap: doubles from 256 bytes up to a cap on its length (sbuf_init; a zero-initialised
+ *    struct is a heap sbuf capped at SBUF_MAX_DEFAULT);
+ *  - fixed: the caller's array, never grown or freed (sbuf_init_fixed), for texts cut to a
+ *    known size (a Status message, an error text, a request head).
+ * An append that does not fit stores the prefix that does and sets a sticky error (-ENOBUFS):
+ * nothing more is stored until sbuf_clear, so the bytes are always a prefix of what was asked
+ * for; sbuf_need counts every byte asked for (snprintf's return value).
+ *   struct sbuf sb = {0}; sbuf_str(&sb, "{"); ... use sb.p, sb.len ...; sbuf_free(&sb);
  * One owner, one thread at a time; no locks. libc only.
  */
 #ifndef KWP_CACHE_SBUF_H
