@@ -113,26 +113,6 @@ static void fuzz_quote(const char *d, size_t n)
     sbuf_free(&sb);
 }
 
-/* Raw bytes as a base64url token, so the Go JSON scanner and decoder see fuzzed JSON. */
-static size_t b64url(const char *in, size_t n, char *out)
-{
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const unsigned char *u = (const unsigned char *)in;
-    size_t o = 0;
-
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
-                     (i + 2 < n ? u[i + 2] : 0);
-        size_t k = n - i >= 3 ? 4 : n - i + 1;
-
-        for (size_t j = 0; j < k; j++) {
-            out[o++] = a[(v >> (18 - 6 * j)) & 63];
-        }
-    }
-    out[o] = '\0';
-    return o;
-}
-
 static void fuzz_continue_tok(const char *tok)
 {
     char start[CONTINUE_TOKEN_MAX], start2[CONTINUE_TOKEN_MAX], err[256];
@@ -168,7 +148,12 @@ static void fuzz_continue(const char *d, size_t n)
     tok[n] = '\0';
     fuzz_continue_tok(tok);
     if (n <= CONTINUE_TOKEN_MAX / 4 * 3) {
-        b64url(d, n, tok);
+        /* raw bytes as a token, so the Go JSON scanner and decoder see fuzzed JSON */
+        struct sbuf sb;
+
+        sbuf_init_fixed(&sb, tok, sizeof(tok));
+        gotext_base64_encode(&sb, GOTEXT_BASE64_RAW_URL, d, n);
+        CHECK(sbuf_error(&sb) == 0);
         fuzz_continue_tok(tok);
     }
 }

@@ -10,24 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 #include "proxy/continue_token.h"
 
-static void b64url(const char *in, size_t n, char *out)
+/* <in> as a RawURLEncoding token in <out> (gotext's encoder, tested in test_gotext.c). */
+static void b64url(const char *in, size_t n, char *out, size_t cap)
 {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const unsigned char *u = (const unsigned char *)in;
-    size_t o = 0;
+    struct sbuf sb;
 
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
-                     (i + 2 < n ? u[i + 2] : 0);
-        size_t k = n - i >= 3 ? 4 : n - i + 1;
-
-        for (size_t j = 0; j < k; j++) {
-            out[o++] = a[(v >> (18 - 6 * j)) & 63];
-        }
-    }
-    out[o] = '\0';
+    sbuf_init_fixed(&sb, out, cap);
+    gotext_base64_encode(&sb, GOTEXT_BASE64_RAW_URL, in, n);
+    cr_assert_eq(sbuf_error(&sb), 0);
 }
 
 /* Decodes the token made of raw JSON <json>; returns rc, fills err/start. */
@@ -35,7 +29,7 @@ static int decode_json(const char *json, int64_t *rv, char *start, char *err)
 {
     char tok[8192];
 
-    b64url(json, strlen(json), tok);
+    b64url(json, strlen(json), tok, sizeof(tok));
     return continue_token_decode(tok, rv, start, CONTINUE_TOKEN_MAX, err, 512);
 }
 
