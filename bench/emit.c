@@ -33,7 +33,7 @@
 #include "cache/resource.h"
 #include "proxy/apires.h"
 #include "proxy/handlers_watch.h"
-#include "proxy/kube_json.h"
+#include "proxy/kube_meta.h"
 
 #define BENCH_BUF (32 * 1024)
 
@@ -128,7 +128,7 @@ static void write_pod(struct apires *ar, uint64_t rv, size_t bytes)
                    "\"resourceVersion\":\"%llu\",\"labels\":{\"app\":\"a%u\"}},"
                    "\"spec\":{\"nodeName\":\"n%u\",\"pad\":\"%s\"},\"status\":{}}",
                    k, (unsigned long long)rv, k % 7, k % 13, pad);
-    bl = kube_json_blob(json, (size_t)len, ar->kind.fields);
+    bl = kube_meta_blob(json, (size_t)len, ar->kind.fields);
     BUG_ON(bl == NULL);
     BUG_ON(resource_apply(ar->res, WATCH_MODIFIED, bl, rv, 0) != 0);
     blob_unref(bl);

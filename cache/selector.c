@@ -10,21 +10,21 @@
  * field.Error formatting from pkg/util/validation/field/errors.go.
  * Nothing recurses, every allocation is bounded by the input length (<= SELECTOR_MAX_LEN),
  * and error texts are truncated to the caller's buffer.
- * Known differences from Go: the input is a C string, so an embedded NUL ends it (Go would
- * usually report an error); Go's %q is reproduced exactly for ASCII and invalid UTF-8,
- * while unicode.IsPrint is approximated for other runes (rune_is_print).
+ * Known difference from Go: the input is a C string, so an embedded NUL ends it (Go would
+ * usually report an error). Values are quoted with gotext_quote (Go's %q, exactly).
  * Thread model: parsing touches only its arguments; a parsed selector is read-only.
  */
 #include "cache/selector.h"
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/blob.h"
 #include "cache/bug.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 /* --- message texts (Kubernetes 1.36 apimachinery) ---------------------------------------- */
 
@@ -107,65 +107,18 @@ struct span {
 
 /* --- bounded error text -------------------------------------------------------------------- */
 
-/* Appends to the caller's buffer and silently truncates; cap 0 discards everything. */
-struct ebuf {
-    char *p;
-    size_t cap; /* bytes available including the NUL */
-    size_t len; /* bytes written, excluding the NUL */
-};
-
-/* Only the last error counts (Go returns on the first one), so each starts afresh. */
-static void eb_reset(struct ebuf *eb)
-{
-    eb->len = 0;
-    if (eb->cap > 0) {
-        eb->p[0] = '\0';
-    }
-}
-
-/* Truncation is silent: the caller's buffer bounds the text (identifiers may be 16 KB). */
-static void eb_put(struct ebuf *eb, const char *s, size_t n)
-{
-    size_t room;
-
-    if (eb->cap == 0) {
-        return;
-    }
-    room = eb->cap - 1 - eb->len;
-    if (n > room) {
-        n = room;
-    }
-    memcpy(eb->p + eb->len, s, n);
-    eb->len += n;
-    eb->p[eb->len] = '\0';
-}
-
-static void eb_puts(struct ebuf *eb, const char *s)
-{
-    eb_put(eb, s, strlen(s));
-}
-
-static void eb_putc(struct ebuf *eb, char c)
-{
-    eb_put(eb, &c, 1);
-}
-
-static void eb_putu(struct ebuf *eb, unsigned long long v)
-{
-    char num[24];
-    int n = snprintf(num, sizeof(num), "%llu", v);
-
-    eb_put(eb, num, (size_t)n);
-}
+/* Error texts go to the caller's buffer through a fixed-storage sbuf, silently truncated:
+ * the caller's buffer bounds the text (identifiers may be 16 KB). Only the last error counts
+ * (Go returns on the first one), so each starts afresh (sbuf_clear). */
 
 /*
  * Joins messages with a separator, in one pass that either counts (eb == NULL) or writes.
- * Usage: if (join_next(&j)) { eb_puts(j.eb, "..."); }
+ * Usage: if (join_next(&j)) { sbuf_str(j.eb, "..."); }
  * Counting first is how the writer knows whether Go would bracket an aggregate ("[a, b]"
  * for several errors, bare for one) without building the messages twice in memory.
  */
 struct join {
-    struct ebuf *eb; /* NULL: count only */
+    struct sbuf *eb; /* NULL: count only */
     const char *sep; /* "; " inside one field.Error detail, ", " between aggregated errors */
     size_t n;        /* messages so far */
 };
@@ -173,159 +126,18 @@ struct join {
 static bool join_next(struct join *j)
 {
     if (j->n++ > 0 && j->eb != NULL) {
-        eb_puts(j->eb, j->sep);
+        sbuf_str(j->eb, j->sep);
     }
     return j->eb != NULL;
 }
 
-/* --- UTF-8 and Go's %q --------------------------------------------------------------------- */
-
-#define UTF8_INVALID UINT32_MAX
-
-/* Decodes one rune the way Go's utf8.DecodeRune does: any malformed, overlong, surrogate
- * or out-of-range sequence is one invalid byte (width 1). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *r)
-{
-    unsigned char c = s[0];
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    size_t w;
-    uint32_t v;
-
-    *r = UTF8_INVALID;
-    if (c < 0x80) {
-        *r = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        w = 2;
-        v = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        w = 3;
-        v = c & 0x0F;
-        lo = c == 0xE0 ? 0xA0 : 0x80; /* no overlongs */
-        hi = c == 0xED ? 0x9F : 0xBF; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        w = 4;
-        v = c & 0x07;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF; /* <= U+10FFFF */
-    } else {
-        return 1;
-    }
-    if (n < w || s[1] < lo || s[1] > hi) {
-        return 1;
-    }
-    for (size_t i = 1; i < w; i++) {
-        if (i > 1 && (s[i] < 0x80 || s[i] > 0xBF)) {
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    *r = v;
-    return w;
-}
-
-/*
- * unicode.IsPrint for non-ASCII runes, approximated: the C1 controls, the format
- * characters (Cf), the non-ASCII spaces (Z*), private use and noncharacters are not
- * printable. Unassigned code points count as printable here (Go escapes them); selectors
- * carrying those are not worth a 20 KB table.
- */
-static bool rune_is_print(uint32_t r)
-{
-    static const uint32_t nonprint[][2] = {
-        {0x0080, 0x00A0},   {0x00AD, 0x00AD},   {0x0600, 0x0605},   {0x061C, 0x061C},
-        {0x06DD, 0x06DD},   {0x070F, 0x070F},   {0x08E2, 0x08E2},   {0x180E, 0x180E},
-        {0x1680, 0x1680},   {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x206F},
-        {0x3000, 0x3000},   {0xE000, 0xF8FF},   {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},
-        {0xFFFE, 0xFFFF},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x1BCA0, 0x1BCA3},
-        {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0x10FFFF},
-    };
-
-    if (r < 0x80) {
-        return r >= 0x20 && r < 0x7F;
-    }
-    if ((r & 0xFFFE) == 0xFFFE) {
-        return false; /* U+xFFFE and U+xFFFF in every plane */
-    }
-    for (size_t i = 0; i < sizeof(nonprint) / sizeof(nonprint[0]); i++) {
-        if (r >= nonprint[i][0] && r <= nonprint[i][1]) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Writes <s> the way Go's fmt %q (strconv.Quote) does. */
-static void eb_quote(struct ebuf *eb, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    static const char ctl[] = "\a\b\f\n\r\t\v";
-    static const char ctl_names[] = "abfnrtv";
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-
-    eb_putc(eb, '"');
-    while (i < n) {
-        uint32_t r;
-        size_t w = utf8_decode(u + i, n - i, &r);
-        char esc[10];
-        int shift;
-        size_t k = 0;
-
-        if (r == UTF8_INVALID) {
-            esc[0] = '\\';
-            esc[1] = 'x';
-            esc[2] = hex[u[i] >> 4];
-            esc[3] = hex[u[i] & 0xF];
-            eb_put(eb, esc, 4);
-            i++;
-            continue;
-        }
-        if (r == '"' || r == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)r;
-            eb_put(eb, esc, 2);
-        } else if (rune_is_print(r)) {
-            eb_put(eb, s + i, w);
-        } else {
-            /* \a \b \f \n \r \t \v by name, other controls as \xNN, the rest \uNNNN or
-             * \UNNNNNNNN, all lower-case hex (appendEscapedRune) */
-            const char *named = r != 0 && r < 0x20 ? strchr(ctl, (int)r) : NULL;
-
-            esc[k++] = '\\';
-            if (named != NULL) {
-                esc[k++] = ctl_names[named - ctl];
-            } else {
-                if (r < 0x20 || r == 0x7F) {
-                    esc[k++] = 'x';
-                    shift = 4;
-                } else if (r < 0x10000) {
-                    esc[k++] = 'u';
-                    shift = 12;
-                } else {
-                    esc[k++] = 'U';
-                    shift = 28;
-                }
-                for (; shift >= 0; shift -= 4) {
-                    esc[k++] = hex[(r >> shift) & 0xF];
-                }
-            }
-            eb_put(eb, esc, k);
-        }
-        i += w;
-    }
-    eb_putc(eb, '"');
-}
-
 /* Writes field.Invalid(<path>, <value>, ...)'s text up to the detail: `: Invalid value: "v": `
  * (the caller has written the path). */
-static void eb_invalid(struct ebuf *eb, const char *v, size_t n)
+static void eb_invalid(struct sbuf *eb, const char *v, size_t n)
 {
-    eb_puts(eb, ": Invalid value: ");
-    eb_quote(eb, v, n);
-    eb_puts(eb, ": ");
+    sbuf_str(eb, ": Invalid value: ");
+    gotext_quote(eb, v, n);
+    sbuf_str(eb, ": ");
 }
 
 /* --- character classes and validation ------------------------------------------------------ */
@@ -378,7 +190,7 @@ static bool is_dns1123_subdomain(const char *s, size_t n)
  * content.IsLabelKey's messages joined with "; " (validateLabelKey). Counts when
  * <eb> is NULL. Returns the number of messages.
  */
-static size_t label_key_errors(const char *k, size_t n, struct ebuf *eb)
+static size_t label_key_errors(const char *k, size_t n, struct sbuf *eb)
 {
     struct join j = {eb, "; ", 0};
     const char *slash = memchr(k, '/', n);
@@ -392,90 +204,51 @@ static size_t label_key_errors(const char *k, size_t n, struct ebuf *eb)
         name_len = n - prefix_len - 1;
         if (memchr(name, '/', name_len) != NULL) {
             if (join_next(&j)) {
-                eb_puts(eb, "a valid label key " MSG_KEY_RE " with an optional DNS subdomain "
+                sbuf_str(eb, "a valid label key " MSG_KEY_RE " with an optional DNS subdomain "
                             "prefix and '/' (e.g. 'example.com/MyName')");
             }
             return j.n;
         }
         if (prefix_len == 0) {
             if (join_next(&j)) {
-                eb_puts(eb, "prefix part " MSG_EMPTY);
+                sbuf_str(eb, "prefix part " MSG_EMPTY);
             }
         } else {
             if (prefix_len > DNS1123_SUBDOMAIN_MAX && join_next(&j)) {
-                eb_puts(eb, "prefix part " MSG_MAXLEN_253);
+                sbuf_str(eb, "prefix part " MSG_MAXLEN_253);
             }
             if (!is_dns1123_subdomain(k, prefix_len) && join_next(&j)) {
-                eb_puts(eb, "prefix part " MSG_DNS_RE);
+                sbuf_str(eb, "prefix part " MSG_DNS_RE);
             }
         }
     }
     if (name_len == 0) {
         if (join_next(&j)) {
-            eb_puts(eb, "name part " MSG_EMPTY);
+            sbuf_str(eb, "name part " MSG_EMPTY);
         }
     } else if (name_len > LABEL_NAME_MAX && join_next(&j)) {
-        eb_puts(eb, "name part " MSG_MAXLEN_63);
+        sbuf_str(eb, "name part " MSG_MAXLEN_63);
     }
     if (!is_label_name(name, name_len) && join_next(&j)) {
-        eb_puts(eb, "name part " MSG_KEY_RE);
+        sbuf_str(eb, "name part " MSG_KEY_RE);
     }
     return j.n;
 }
 
 /* content.IsLabelValue's messages joined with "; ". Counts when <eb> is NULL. */
-static size_t label_value_errors(const char *v, size_t n, struct ebuf *eb)
+static size_t label_value_errors(const char *v, size_t n, struct sbuf *eb)
 {
     struct join j = {eb, "; ", 0};
 
     if (n > LABEL_VALUE_MAX && join_next(&j)) {
-        eb_puts(eb, MSG_MAXLEN_63);
+        sbuf_str(eb, MSG_MAXLEN_63);
     }
     if (n > 0 && !is_label_name(v, n) && join_next(&j)) {
-        eb_puts(eb, MSG_VALUE_RE);
+        sbuf_str(eb, MSG_VALUE_RE);
     }
     return j.n;
 }
 
-/* strconv.ParseInt(s, 10, 64): optional sign, then at least one digit, no overflow; no
- * blanks or underscores (those need base 0). Both sides of > and < use it, so a label
- * "03" is 3. */
-static bool parse_int64(const char *s, size_t n, int64_t *out)
-{
-    uint64_t lim = INT64_MAX;
-    uint64_t v = 0;
-    bool neg = false;
-    size_t i = 0;
-
-    if (n > 0 && (s[0] == '+' || s[0] == '-')) {
-        neg = s[0] == '-';
-        lim = (uint64_t)INT64_MAX + 1;
-        i = 1;
-    }
-    if (i == n) {
-        return false;
-    }
-    for (; i < n; i++) {
-        uint64_t d;
-
-        if (s[i] < '0' || s[i] > '9') {
-            return false;
-        }
-        d = (uint64_t)(s[i] - '0');
-        if (v > (lim - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    if (!neg) {
-        *out = (int64_t)v;
-    } else if (v == (uint64_t)INT64_MAX + 1) {
-        *out = INT64_MIN;
-    } else {
-        *out = -(int64_t)v;
-    }
-    return true;
-}
 
 /* --- selector storage ---------------------------------------------------------------------- */
 
@@ -569,15 +342,12 @@ static void spans_push(struct spans *sv, const char *p, size_t n)
 }
 
 /* Checks the length cap shared by both parsers; returns false with the error written. */
-static bool check_len(size_t len, struct ebuf *eb)
+static bool check_len(size_t len, struct sbuf *eb)
 {
     if (len <= SELECTOR_MAX_LEN) {
         return true;
     }
-    eb_puts(eb, "selector is too long: ");
-    eb_putu(eb, len);
-    eb_puts(eb, " bytes, the limit is ");
-    eb_putu(eb, SELECTOR_MAX_LEN);
+    sbuf_printf(eb, "selector is too long: %zu bytes, the limit is %d", len, SELECTOR_MAX_LEN);
     return false;
 }
 
@@ -683,7 +453,7 @@ enum pctx {
 struct parser {
     struct lexer lx;
     struct token cur; /* the lookahead token */
-    struct ebuf *eb;
+    struct sbuf *eb;
     bool in_req; /* errors get parse()'s "unable to parse requirement: " prefix */
 };
 
@@ -707,11 +477,11 @@ static struct token consume(struct parser *p, enum pctx ctx)
 }
 
 /* Starts an error message: clears the buffer and adds the requirement prefix if due. */
-static struct ebuf *perr(struct parser *p)
+static struct sbuf *perr(struct parser *p)
 {
-    eb_reset(p->eb);
+    sbuf_clear(p->eb, 0);
     if (p->in_req) {
-        eb_puts(p->eb, "unable to parse requirement: ");
+        sbuf_str(p->eb, "unable to parse requirement: ");
     }
     return p->eb;
 }
@@ -719,12 +489,12 @@ static struct ebuf *perr(struct parser *p)
 /* Writes fmt.Errorf("found '%s'<rest>", lit) and returns -EINVAL. */
 static int perr_found(struct parser *p, struct token tk, const char *rest)
 {
-    struct ebuf *eb = perr(p);
+    struct sbuf *eb = perr(p);
 
-    eb_puts(eb, "found '");
-    eb_put(eb, tk.lit, tk.len);
-    eb_putc(eb, '\'');
-    eb_puts(eb, rest);
+    sbuf_str(eb, "found '");
+    sbuf_put(eb, tk.lit, tk.len);
+    sbuf_putc(eb, '\'');
+    sbuf_str(eb, rest);
     return -EINVAL;
 }
 
@@ -736,7 +506,7 @@ static int perr_found(struct parser *p, struct token tk, const char *rest)
 static int parse_key(struct parser *p, struct token *key, enum sel_op *op)
 {
     struct token tk = consume(p, CTX_VALUES);
-    struct ebuf *eb;
+    struct sbuf *eb;
     enum tok next;
 
     *op = SEL_OP_NONE;
@@ -750,7 +520,7 @@ static int parse_key(struct parser *p, struct token *key, enum sel_op *op)
     if (label_key_errors(tk.lit, tk.len, NULL) > 0) {
         /* validateLabelKey(literal, p.path) with a nil path: Go prints "<nil>" */
         eb = perr(p);
-        eb_puts(eb, "<nil>");
+        sbuf_str(eb, "<nil>");
         eb_invalid(eb, tk.lit, tk.len);
         label_key_errors(tk.lit, tk.len, eb);
         return -EINVAL;
@@ -877,34 +647,34 @@ static int parse_exact_value(struct parser *p, struct spans *vals)
  * repeated messages, which cannot happen here: each message names a distinct index.
  */
 static size_t req_errors(const struct token *key, enum sel_op op, const struct spans *vals,
-                         struct ebuf *eb)
+                         struct sbuf *eb)
 {
     struct join j = {eb, ", ", 0};
     int64_t num;
 
     if ((op == SEL_OP_IN || op == SEL_OP_NOTIN) && vals->n == 0 && join_next(&j)) {
         /* unreachable from Parse ("()" is {""}); kept to mirror NewRequirement */
-        eb_puts(eb, "values: Invalid value: []: for 'in', 'notin' operators, values set can't be "
+        sbuf_str(eb, "values: Invalid value: []: for 'in', 'notin' operators, values set can't be "
                     "empty");
     }
     if (op == SEL_OP_GT || op == SEL_OP_LT) {
         for (size_t i = 0; i < vals->n; i++) {
-            if (!parse_int64(vals->v[i].p, vals->v[i].n, &num) && join_next(&j)) {
-                eb_puts(eb, "values[");
-                eb_putu(eb, i);
-                eb_putc(eb, ']');
+            if (gotext_parse_int64(vals->v[i].p, vals->v[i].n, &num) != 0 && join_next(&j)) {
+                sbuf_str(eb, "values[");
+                sbuf_printf(eb, "%zu", i);
+                sbuf_putc(eb, ']');
                 eb_invalid(eb, vals->v[i].p, vals->v[i].n);
-                eb_puts(eb, "for 'Gt', 'Lt' operators, the value must be an integer");
+                sbuf_str(eb, "for 'Gt', 'Lt' operators, the value must be an integer");
             }
         }
     }
     for (size_t i = 0; i < vals->n; i++) {
         if (label_value_errors(vals->v[i].p, vals->v[i].n, NULL) > 0 && join_next(&j)) {
-            eb_puts(eb, "values[");
-            eb_putu(eb, i);
-            eb_puts(eb, "][");
-            eb_put(eb, key->lit, key->len);
-            eb_putc(eb, ']');
+            sbuf_str(eb, "values[");
+            sbuf_printf(eb, "%zu", i);
+            sbuf_str(eb, "][");
+            sbuf_put(eb, key->lit, key->len);
+            sbuf_putc(eb, ']');
             eb_invalid(eb, vals->v[i].p, vals->v[i].n);
             label_value_errors(vals->v[i].p, vals->v[i].n, eb);
         }
@@ -936,18 +706,18 @@ static int new_requirement(struct parser *p, struct selector *sel, const struct 
 {
     struct sel_req *req;
     size_t n_errs;
-    struct ebuf *eb;
+    struct sbuf *eb;
 
     spans_sort_unique(vals);
     n_errs = req_errors(key, op, vals, NULL);
     if (n_errs > 0) {
         eb = perr(p);
         if (n_errs > 1) {
-            eb_putc(eb, '['); /* utilerrors.aggregate with several messages */
+            sbuf_putc(eb, '['); /* utilerrors.aggregate with several messages */
         }
         req_errors(key, op, vals, eb);
         if (n_errs > 1) {
-            eb_putc(eb, ']');
+            sbuf_putc(eb, ']');
         }
         return -EINVAL;
     }
@@ -962,7 +732,7 @@ static int new_requirement(struct parser *p, struct selector *sel, const struct 
         }
     }
     if (op == SEL_OP_GT || op == SEL_OP_LT) {
-        BUG_ON(!parse_int64(vals->v[0].p, vals->v[0].n, &req->num));
+        BUG_ON(gotext_parse_int64(vals->v[0].p, vals->v[0].n, &req->num) != 0);
     }
     return 0;
 }
@@ -1038,12 +808,12 @@ static int parse_selector(struct parser *p, struct selector *sel)
 /* labels.Parse. Requirements are sorted by key afterwards (sort.Sort(ByKey)). */
 struct selector *selector_parse_labels(const char *s, char *err, size_t err_len)
 {
-    struct ebuf eb = {err, err != NULL ? err_len : 0, 0};
+    struct sbuf eb;
     struct selector *sel = NULL;
     struct parser p;
     size_t len = s != NULL ? strlen(s) : 0;
 
-    eb_reset(&eb);
+    sbuf_init_fixed(&eb, err, err != NULL ? err_len : 0);
     if (!check_len(len, &eb)) {
         return NULL;
     }
@@ -1121,10 +891,9 @@ static bool split_term(struct span term, struct span *lhs, enum sel_op *op, stru
  * Go rebuilds such a value rune by rune, so invalid UTF-8 bytes become U+FFFD there; a
  * value without any of \ , = is kept byte for byte. Returns an owned string or NULL.
  */
-static char *unescape_value(struct span v, struct ebuf *eb)
+static char *unescape_value(struct span v, struct sbuf *eb)
 {
     static const char replacement[] = "\xEF\xBF\xBD";
-    const unsigned char *u = (const unsigned char *)v.p;
     bool in_slash = false;
     size_t i = 0;
     size_t o = 0;
@@ -1137,14 +906,15 @@ static char *unescape_value(struct span v, struct ebuf *eb)
     out = xmalloc(v.n * 3 + 1); /* each byte grows to at most one U+FFFD */
     while (i < v.n) {
         uint32_t r;
-        size_t w = utf8_decode(u + i, v.n - i, &r);
-        const char *bytes = r == UTF8_INVALID ? replacement : v.p + i;
-        size_t n_bytes = r == UTF8_INVALID ? 3 : w;
+        size_t w = gotext_decode_rune(v.p + i, v.n - i, &r);
+        bool invalid = w == 1 && r == GOTEXT_RUNE_ERROR;
+        const char *bytes = invalid ? replacement : v.p + i;
+        size_t n_bytes = invalid ? 3 : w;
 
         if (in_slash) {
             if (r != '\\' && r != ',' && r != '=') {
-                eb_puts(eb, "invalid field selector: invalid escape sequence: \\");
-                eb_put(eb, bytes, n_bytes);
+                sbuf_str(eb, "invalid field selector: invalid escape sequence: \\");
+                sbuf_put(eb, bytes, n_bytes);
                 free(out);
                 return NULL;
             }
@@ -1154,8 +924,8 @@ static char *unescape_value(struct span v, struct ebuf *eb)
             i += w;
             continue;
         } else if (r == ',' || r == '=') {
-            eb_puts(eb, "invalid field selector: unescaped character in value: ");
-            eb_putu(eb, r); /* Go prints the rune with %v: a number */
+            sbuf_str(eb, "invalid field selector: unescaped character in value: ");
+            sbuf_printf(eb, "%u", (unsigned)r); /* Go prints the rune with %v: a number */
             free(out);
             return NULL;
         }
@@ -1164,7 +934,7 @@ static char *unescape_value(struct span v, struct ebuf *eb)
         i += w;
     }
     if (in_slash) {
-        eb_puts(eb, "invalid field selector: invalid escape sequence: \\");
+        sbuf_str(eb, "invalid field selector: invalid escape sequence: \\");
         free(out);
         return NULL;
     }
@@ -1177,13 +947,13 @@ static char *unescape_value(struct span v, struct ebuf *eb)
  * which names a resource supports is the caller's question (selector_field). */
 struct selector *selector_parse_fields(const char *s, char *err, size_t err_len)
 {
-    struct ebuf eb = {err, err != NULL ? err_len : 0, 0};
+    struct sbuf eb;
     struct spans terms = {NULL, 0, 0};
     struct selector *sel = NULL;
     size_t len = s != NULL ? strlen(s) : 0;
     int rc = -EINVAL;
 
-    eb_reset(&eb);
+    sbuf_init_fixed(&eb, err, err != NULL ? err_len : 0);
     if (!check_len(len, &eb)) {
         return NULL;
     }
@@ -1205,11 +975,11 @@ struct selector *selector_parse_fields(const char *s, char *err, size_t err_len)
             continue; /* ",," and a leading or trailing comma add nothing */
         }
         if (!split_term(terms.v[i], &lhs, &op, &rhs)) {
-            eb_puts(&eb, "invalid selector: '");
-            eb_puts(&eb, s);
-            eb_puts(&eb, "'; can't understand '");
-            eb_put(&eb, terms.v[i].p, terms.v[i].n);
-            eb_putc(&eb, '\'');
+            sbuf_str(&eb, "invalid selector: '");
+            sbuf_str(&eb, s);
+            sbuf_str(&eb, "'; can't understand '");
+            sbuf_put(&eb, terms.v[i].p, terms.v[i].n);
+            sbuf_putc(&eb, '\'');
             goto out;
         }
         val = unescape_value(rhs, &eb);
@@ -1269,7 +1039,7 @@ static bool label_req_match(const struct sel_req *req, const struct blob *b)
         return v == NULL;
     case SEL_OP_GT:
     case SEL_OP_LT:
-        if (v == NULL || !parse_int64(v, strlen(v), &num)) {
+        if (v == NULL || gotext_parse_int64(v, strlen(v), &num) != 0) {
             return false;
         }
         return req->op == SEL_OP_GT ? num > req->num : num < req->num;

@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "cache/bug.h"
+#include "cache/sbuf.h"
 #include "load/chunked.h"
 #include "load/evscan.h"
 #include "load/lineframe.h"
@@ -330,37 +330,13 @@ static void conn_fail(struct engine *e, struct conn *c, enum client_terr terr)
 
 /* ---- requests -------------------------------------------------------------------------- */
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool overflow;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_add(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (b->overflow) {
-        return;
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= b->cap - b->len) {
-        b->overflow = true;
-        return;
-    }
-    b->len += (size_t)n;
-}
-
 /* Appends "?k=v" or "&k=v" style query parts. */
 static void sb_query(struct sbuf *b, bool *first, const char *part)
 {
     if (!part || !*part) {
         return;
     }
-    sb_add(b, "%c%s", *first ? '?' : '&', part);
+    sbuf_printf(b, "%c%s", *first ? '?' : '&', part);
     *first = false;
 }
 
@@ -368,11 +344,12 @@ static void sb_query(struct sbuf *b, bool *first, const char *part)
 static size_t build_request(struct engine *e, struct conn *c, char *buf, size_t cap)
 {
     const struct client_opts *o = e->o;
-    struct sbuf b = {buf, 0, cap, false};
+    struct sbuf b;
     bool first = true;
     char part[CLIENT_RV_MAX + 64];
 
-    sb_add(&b, "GET %s", o->path);
+    sbuf_init_fixed(&b, buf, cap);
+    sbuf_printf(&b, "GET %s", o->path);
     switch ((enum req_kind)c->req) {
     case REQ_LIST:
         sb_query(&b, &first, "limit=500&resourceVersion=0");
@@ -397,13 +374,13 @@ static size_t build_request(struct engine *e, struct conn *c, char *buf, size_t 
         return 0;
     }
     sb_query(&b, &first, o->selectors);
-    sb_add(&b, " HTTP/1.1\r\nHost: %s\r\nUser-Agent: kwp-load/1\r\nAccept: application/json\r\n",
+    sbuf_printf(&b, " HTTP/1.1\r\nHost: %s\r\nUser-Agent: kwp-load/1\r\nAccept: application/json\r\n",
            o->host_header);
     if (o->token && *o->token) {
-        sb_add(&b, "Authorization: Bearer %s\r\n", o->token);
+        sbuf_printf(&b, "Authorization: Bearer %s\r\n", o->token);
     }
-    sb_add(&b, "\r\n");
-    return b.overflow ? 0 : b.len;
+    sbuf_printf(&b, "\r\n");
+    return sbuf_error(&b) != 0 ? 0 : b.len; /* a head that does not fit is not sent */
 }
 
 /* Prepares response parsing after the request is fully written. */

@@ -16,7 +16,7 @@
 #include <strings.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/sbuf.h"
 
 struct auth {
     struct auth_opts opts;      /* immutable */

@@ -6,7 +6,8 @@
 
 #include <string.h>
 
-#include "proxy/sbuf.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 static const char *str_or_empty(const char *s)
 {
@@ -16,12 +17,7 @@ static const char *str_or_empty(const char *s)
 /* Appends strconv.Quote(s). */
 static void put_goquote(struct sbuf *sb, const char *s)
 {
-    size_t len = strlen(s);
-    size_t need = kube_json_go_quote(s, len, NULL, 0);
-
-    sbuf_reserve(sb, need);
-    kube_json_go_quote(s, len, sb->p + sb->len, need + 1);
-    sb->len += need;
+    gotext_quote(sb, s, strlen(s));
 }
 
 /* Appends s[0..n) through responsewriters' sanitizer (strings.NewReplacer(`&`, "&amp;",

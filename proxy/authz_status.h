@@ -11,14 +11,14 @@
  * where only the "User ..." sentence has & < > replaced by &amp; &lt; &gt; (the resource name,
  * the prefix and the reason are not), %q is Go's strconv.Quote, and a subresource shows as
  * "pods/log" in the sentence while details.kind stays the resource.
- * Pure functions; any thread. Depends on kube_json.h (Status builder, quoting), review.h.
+ * Pure functions; any thread. Depends on kstatus.h (Status builder), review.h.
  */
 #ifndef KWP_PROXY_AUTHZ_STATUS_H
 #define KWP_PROXY_AUTHZ_STATUS_H
 
 #include <stddef.h>
 
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 #include "proxy/review.h"
 
 /* The response headers of these answers. */
@@ -33,7 +33,7 @@ void authz_status_unauthorized(struct kstatus *st);
  * 403 Forbidden for <user> asking <a> (a request's attributes, or an impersonation check's
  * with verb "impersonate"), with the reviewer's <reason> (NULL or "" = none) appended as
  * ": <reason>". details: name, group and kind=<resource>; {} for a non-resource request.
- * <st> borrows a->name, a->group and a->resource: they must outlive kube_json_status.
+ * <st> borrows a->name, a->group and a->resource: they must outlive kstatus_json.
  * A message longer than struct kstatus holds is cut there (kstatus.message's size).
  * Send it with AUTHZ_STATUS_NOSNIFF_*; a WATCH gets it as its HTTP answer, not an event.
  */

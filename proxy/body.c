@@ -18,6 +18,7 @@
 
 #include "cache/bug.h"
 #include "proxy/http_server.h"
+#include "proxy/kstatus.h"
 #include "proxy/kube_json.h"
 #include "proxy/log.h"
 
@@ -370,10 +371,10 @@ void body_reply_status(struct http_req *req, bool indent, const struct kstatus *
         http_reply_status(req, st);
         return;
     }
-    need = kube_json_status(st, small, sizeof(small));
+    need = kstatus_json(st, small, sizeof(small));
     if (need >= sizeof(small)) {
         buf = xmalloc(need + 1);
-        kube_json_status(st, buf, need + 1);
+        kstatus_json(st, buf, need + 1);
     }
     out = indent_dup(buf, need, &out_len);
     if (st->retry_after > 0) {

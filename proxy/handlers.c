@@ -25,7 +25,9 @@
 
 #include "cache/blob.h"
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/resource.h"
+#include "cache/sbuf.h"
 #include "cache/selector.h"
 #include "proxy/body.h"
 #include "proxy/handlers_int.h"
@@ -34,7 +36,6 @@
 #include "proxy/log.h"
 #include "proxy/negotiate.h"
 #include "proxy/pieces.h"
-#include "proxy/sbuf.h"
 #include "proxy/scope.h"
 #include "proxy/transforms.h"
 
@@ -203,7 +204,7 @@ bool handlers_reply_bad_table_options(struct hreq *h)
     if (h->neg.as != NEGOTIATE_AS_TABLE || h->neg.incl != NEGOTIATE_INCL_INVALID) {
         return false;
     }
-    sbuf_quote(&q, v, strlen(v));
+    gotext_json_quote(&q, v, strlen(v));
     kstatus_set(&st, 400, "BadRequest",
                 "Unable to convert to Table as requested: includeObject: Invalid value: %s: must "
                 "be 'Metadata', 'Object', 'None', or empty",

@@ -19,12 +19,13 @@
 #include "cache/bug.h"
 #include "cache/resource.h"
 #include "cache/rv.h"
+#include "cache/sbuf.h"
 #include "cache/selector.h"
 #include "cache/snapshot.h"
+#include "proxy/continue_token.h"
 #include "proxy/handlers_int.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 #include "proxy/pieces.h"
-#include "proxy/sbuf.h"
 
 struct listbody {
     struct snapshot *snap;
@@ -140,7 +141,7 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
     if (more) {
         /* remainingItemCount: candidates after the last returned item, only without selectors */
         remaining = scope_count_after(&h->sc, s, lastb->key);
-        kube_json_continue_encode(token_rv, h->sc.ns[0] ? lastb->name : lastb->key, tok,
+        continue_token_encode(token_rv, h->sc.ns[0] ? lastb->name : lastb->key, tok,
                                   sizeof(tok));
     }
     rv_format(list_rv, rvbuf);
@@ -196,7 +197,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
          * limit, so the snapshot gives the rest of the list in one page (SEMANTICS 1.6) */
         int64_t limit = lo->has_rv && strcmp(lo->rv_str, "0") == 0 ? 0 : lo->limit;
         char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 4], err[256];
-        if (kube_json_continue_decode(lo->continue_tok, &trv, start, sizeof(start), err,
+        if (continue_token_decode(lo->continue_tok, &trv, start, sizeof(start), err,
                                       sizeof(err)) != 0) {
             struct kstatus st;
             kstatus_set(&st, 400, "BadRequest", "invalid continue token: %s", err);
@@ -226,7 +227,7 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
         }
         if (rc == -ESTALE) {
             char tok[1024];
-            kube_json_continue_encode(-1, start, tok, sizeof(tok));
+            continue_token_encode(-1, start, tok, sizeof(tok));
             reply_expired(h, CONTINUE_TOO_OLD_MSG, tok);
             return;
         }

@@ -25,13 +25,13 @@
 #include "cache/bug.h"
 #include "cache/resource.h"
 #include "cache/rv.h"
+#include "cache/sbuf.h"
 #include "cache/selector.h"
 #include "cache/snapshot.h"
 #include "proxy/handlers_int.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 #include "proxy/log.h"
 #include "proxy/pieces.h"
-#include "proxy/sbuf.h"
 
 _Static_assert(HANDLERS_WATCH_BATCH <= RING_SEG,
                "a short batch must mean nothing more was pending");
@@ -226,7 +226,7 @@ static enum emit_rc emit_status(struct hreq *h, char *buf, size_t max, size_t *n
 {
     char body[2048];
     struct iovec iov[3];
-    size_t len = kube_json_status(st, body, sizeof(body));
+    size_t len = kstatus_json(st, body, sizeof(body));
 
     if (len >= sizeof(body)) {
         len = sizeof(body) - 1;

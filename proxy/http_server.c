@@ -1088,11 +1088,11 @@ void http_reply_status(struct http_req *req, const struct kstatus *st)
 {
     char small[2048];
     char *buf = small;
-    size_t need = kube_json_status(st, small, sizeof(small) - 1);
+    size_t need = kstatus_json(st, small, sizeof(small) - 1);
 
     if (need + 2 > sizeof(small)) {
         buf = xmalloc(need + 2);
-        kube_json_status(st, buf, need + 1);
+        kstatus_json(st, buf, need + 1);
     }
     buf[need] = '\n';
     if (st->retry_after > 0) {

@@ -21,7 +21,7 @@
 #include <sys/uio.h>
 
 #include "proxy/k8s_path.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 
 struct http_req;
 struct http_server;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/sbuf.h"
 
 struct identity *identity_new(const char *user)
 {

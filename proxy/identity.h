@@ -7,7 +7,7 @@
  * given; groups keep their order (a SubjectAccessReview is keyed by it). Caps below bound an
  * identity's size; an add past one fails and leaves the identity unchanged.
  * Threads: an identity is built by one thread, then only read (any number of threads may
- * read it). No locks. Depends on cache/bug.h and proxy/sbuf.h only.
+ * read it). No locks. Depends on cache/bug.h and cache/sbuf.h only.
  */
 #ifndef KWP_PROXY_IDENTITY_H
 #define KWP_PROXY_IDENTITY_H

@@ -16,7 +16,7 @@
 #include <strings.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/sbuf.h"
 
 #define SA_PREFIX "system:serviceaccount:"
 #define SA_GROUP_ALL "system:serviceaccounts"

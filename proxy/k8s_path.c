@@ -19,180 +19,19 @@
 #include <string.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/rv.h"
+#include "cache/sbuf.h"
 #include "cache/selector.h"
-#include "proxy/kube_json.h"
+#include "proxy/continue_token.h"
 
 /* Size of a Status message; every text built here is cut to fit it. */
 #define STATUS_MSG_CAP sizeof(((struct kstatus *)0)->message)
 
-/* ---- small string builder ------------------------------------------------------------ */
-
-/* Appends into buf[0..cap), always NUL-terminated, silently truncating; <len> counts what the
- * full text needs, so callers can detect truncation if they care (they mostly do not: a Status
- * message cut at 1 KiB is still a correct prefix). */
-struct sbuf {
-    char *buf;
-    size_t cap;
-    size_t len;
-};
-
-static void sb_init(struct sbuf *sb, char *buf, size_t cap)
-{
-    sb->buf = buf;
-    sb->cap = cap;
-    sb->len = 0;
-    if (cap > 0) {
-        buf[0] = '\0';
-    }
-}
-
-static void sb_putc(struct sbuf *sb, char c)
-{
-    if (sb->len + 1 < sb->cap) {
-        sb->buf[sb->len] = c;
-        sb->buf[sb->len + 1] = '\0';
-    }
-    sb->len++;
-}
-
-static void sb_puts(struct sbuf *sb, const char *s)
-{
-    while (*s != '\0') {
-        sb_putc(sb, *s++);
-    }
-}
-
-static void sb_hex(struct sbuf *sb, uint32_t v, int digits)
-{
-    static const char lower[] = "0123456789abcdef";
-
-    for (int i = digits - 1; i >= 0; i--) {
-        sb_putc(sb, lower[(v >> (4 * i)) & 0xf]);
-    }
-}
-
-/* ---- Go's strconv.Quote (what %q prints) --------------------------------------------- */
-
-/*
- * Decodes one UTF-8 sequence at s[0..len) the way Go's utf8.DecodeRuneInString does: returns
- * its width, or 0 for an invalid byte (overlong forms, surrogates and > U+10FFFF included).
- */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *r)
-{
-    uint32_t c = s[0];
-    size_t w;
-    uint32_t min;
-
-    if (c < 0x80) {
-        *r = c;
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        w = 2;
-        c &= 0x1f;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        w = 3;
-        c &= 0x0f;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        w = 4;
-        c &= 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < w) {
-        return 0;
-    }
-    for (size_t i = 1; i < w; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-        return 0;
-    }
-    *r = c;
-    return w;
-}
-
-/*
- * Go's strconv.IsPrint for the code points that matter in practice: letters, marks, numbers,
- * punctuation and symbols print; controls, format characters (Cf), separators other than
- * U+0020, private use and noncharacters do not. Unassigned code points are treated as
- * printable (Go escapes them; following Unicode tables here is not worth the size).
- */
-static bool go_is_print(uint32_t r)
-{
-    if (r < 0x20 || (r >= 0x7f && r <= 0xa0) || r == 0xad) {
-        return false;
-    }
-    if ((r >= 0x600 && r <= 0x605) || r == 0x61c || r == 0x6dd || r == 0x70f || r == 0x180e ||
-        r == 0x1680) {
-        return false;
-    }
-    if ((r >= 0x2000 && r <= 0x200f) || (r >= 0x2028 && r <= 0x202f) ||
-        (r >= 0x205f && r <= 0x206f) || r == 0x3000) {
-        return false;
-    }
-    if ((r >= 0xe000 && r <= 0xf8ff) || r == 0xfeff || (r >= 0xfff9 && r <= 0xfffb) ||
-        (r & 0xfffe) == 0xfffe || r >= 0xf0000) {
-        return false;
-    }
-    if (r == 0x110bd || (r >= 0x1d173 && r <= 0x1d17a) || r == 0xe0001 ||
-        (r >= 0xe0020 && r <= 0xe007f)) {
-        return false;
-    }
-    return true;
-}
-
-/* Appends strconv.Quote(s): double quotes, Go escapes, invalid bytes as \xNN. */
+/* Appends strconv.Quote(s) (what %q prints) for a C string. */
 static void sb_quote(struct sbuf *sb, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t left = strlen(s);
-
-    sb_putc(sb, '"');
-    while (left > 0) {
-        uint32_t r = 0;
-        size_t w = utf8_decode(p, left, &r);
-
-        if (w == 0) {
-            sb_puts(sb, "\\x");
-            sb_hex(sb, p[0], 2);
-            p++;
-            left--;
-            continue;
-        }
-        if (r == '"' || r == '\\') {
-            sb_putc(sb, '\\');
-            sb_putc(sb, (char)r);
-        } else if (go_is_print(r)) {
-            for (size_t i = 0; i < w; i++) {
-                sb_putc(sb, (char)p[i]);
-            }
-        } else if (r == '\a' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' ||
-                   r == '\v') {
-            static const char esc[] = "abtnvfr"; /* \a=7 ... \r=13 */
-            sb_putc(sb, '\\');
-            sb_putc(sb, esc[r - '\a']);
-        } else if (r < ' ' || r == 0x7f) {
-            sb_puts(sb, "\\x");
-            sb_hex(sb, r, 2);
-        } else if (r < 0x10000) {
-            sb_puts(sb, "\\u");
-            sb_hex(sb, r, 4);
-        } else {
-            sb_puts(sb, "\\U");
-            sb_hex(sb, r, 8);
-        }
-        p += w;
-        left -= w;
-    }
-    sb_putc(sb, '"');
+    gotext_quote(sb, s, strlen(s));
 }
 
 /* ---- paths --------------------------------------------------------------------------- */
@@ -418,59 +257,21 @@ static bool query_bool(const char *v)
     return *p != '\0';
 }
 
-/*
- * strconv.ParseInt(s, 10, 64). Returns 0, -EINVAL (syntax) or -ERANGE; like Go, the first
- * problem met scanning left to right decides (an overflow before a bad digit is a range error).
- */
-static int parse_int64(const char *s, int64_t *out)
-{
-    const char *p = s;
-    bool neg = false;
-    uint64_t v = 0;
-    uint64_t cutoff;
-
-    if (*p == '+' || *p == '-') {
-        neg = *p == '-';
-        p++;
-    }
-    if (*p == '\0') {
-        return -EINVAL;
-    }
-    for (; *p != '\0'; p++) {
-        unsigned d;
-
-        if (*p < '0' || *p > '9') {
-            return -EINVAL;
-        }
-        d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return -ERANGE;
-        }
-        v = v * 10 + d;
-    }
-    cutoff = (uint64_t)1 << 63;
-    if ((!neg && v >= cutoff) || (neg && v > cutoff)) {
-        return -ERANGE;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return 0;
-}
-
 /* Decodes an int64 parameter; on error fills the 400 DecodeParameters answers with:
  * NewBadRequest(err.Error()) of a *strconv.NumError (verified against #101350's capture). */
 static int decode_int(const char *v, int64_t *out, struct kstatus *st)
 {
     char text[STATUS_MSG_CAP];
     struct sbuf sb;
-    int rc = parse_int64(v, out);
+    int rc = gotext_parse_int64(v, strlen(v), out);
 
     if (rc == 0) {
         return 0;
     }
-    sb_init(&sb, text, sizeof(text));
-    sb_puts(&sb, "strconv.ParseInt: parsing ");
+    sbuf_init_fixed(&sb, text, sizeof(text));
+    sbuf_str(&sb, "strconv.ParseInt: parsing ");
     sb_quote(&sb, v);
-    sb_puts(&sb, rc == -ERANGE ? ": value out of range" : ": invalid syntax");
+    sbuf_str(&sb, rc == -ERANGE ? ": value out of range" : ": invalid syntax");
     kstatus_set(st, 400, "BadRequest", "%s", text);
     return -EINVAL;
 }
@@ -499,7 +300,7 @@ static void err_add(struct field_errs *fe, const char *field, const char *type, 
     BUG_ON(fe->n > FIELD_ERRS_MAX);
     e->field = field;
     e->type = type;
-    sb_init(sb, e->body, sizeof(e->body));
+    sbuf_init_fixed(sb, e->body, sizeof(e->body));
 }
 
 /* field.Forbidden(path, detail): body "Forbidden: <detail>" (the value is never printed). */
@@ -508,8 +309,8 @@ static void err_forbidden(struct field_errs *fe, const char *field, const char *
     struct sbuf sb;
 
     err_add(fe, field, "FieldValueForbidden", &sb);
-    sb_puts(&sb, "Forbidden: ");
-    sb_puts(&sb, detail);
+    sbuf_str(&sb, "Forbidden: ");
+    sbuf_str(&sb, detail);
 }
 
 /* field.NotSupported(path, value, valid): body `Unsupported value: <%q value>: supported
@@ -520,12 +321,12 @@ static void err_not_supported(struct field_errs *fe, const char *field, const ch
     struct sbuf sb;
 
     err_add(fe, field, "FieldValueNotSupported", &sb);
-    sb_puts(&sb, "Unsupported value: ");
+    sbuf_str(&sb, "Unsupported value: ");
     sb_quote(&sb, value);
-    sb_puts(&sb, ": supported values: ");
+    sbuf_str(&sb, ": supported values: ");
     for (size_t i = 0; i < nvalid; i++) {
         if (i > 0) {
-            sb_puts(&sb, ", ");
+            sbuf_str(&sb, ", ");
         }
         sb_quote(&sb, valid[i]);
     }
@@ -544,21 +345,21 @@ static int fail_invalid(const struct field_errs *fe, struct kstatus *st)
     struct sbuf sb;
     size_t off;
 
-    sb_init(&sb, text, sizeof(text));
-    sb_puts(&sb, "ListOptions.meta.k8s.io \"\" is invalid: ");
+    sbuf_init_fixed(&sb, text, sizeof(text));
+    sbuf_str(&sb, "ListOptions.meta.k8s.io \"\" is invalid: ");
     if (fe->n > 1) {
-        sb_putc(&sb, '[');
+        sbuf_putc(&sb, '[');
     }
     for (size_t i = 0; i < fe->n; i++) {
         if (i > 0) {
-            sb_puts(&sb, ", ");
+            sbuf_str(&sb, ", ");
         }
-        sb_puts(&sb, fe->e[i].field);
-        sb_puts(&sb, ": ");
-        sb_puts(&sb, fe->e[i].body);
+        sbuf_str(&sb, fe->e[i].field);
+        sbuf_str(&sb, ": ");
+        sbuf_str(&sb, fe->e[i].body);
     }
     if (fe->n > 1) {
-        sb_putc(&sb, ']');
+        sbuf_putc(&sb, ']');
     }
     kstatus_set(st, 422, "Invalid", "%s", text);
     st->group = "meta.k8s.io";
@@ -730,10 +531,10 @@ static void rv_invalid_text(const char *rv, int err, struct sbuf *sb)
     char detail[STATUS_MSG_CAP];
 
     rv_parse_error(rv, err, detail, sizeof(detail));
-    sb_puts(sb, "resourceVersion: Invalid value: ");
+    sbuf_str(sb, "resourceVersion: Invalid value: ");
     sb_quote(sb, rv);
-    sb_puts(sb, ": ");
-    sb_puts(sb, detail);
+    sbuf_str(sb, ": ");
+    sbuf_str(sb, detail);
 }
 
 /* Step 5 for WATCH: Cacher.Watch returns ParseResourceVersion's error unwrapped, which
@@ -749,7 +550,7 @@ static int storage_watch(struct k8s_list_opts *o, struct kstatus *st)
         return 0;
     }
     o->rv = 0;
-    sb_init(&sb, text, sizeof(text));
+    sbuf_init_fixed(&sb, text, sizeof(text));
     rv_invalid_text(o->rv_str, err, &sb);
     kstatus_set(st, 500, NULL, "%s", text);
     return -EINVAL;
@@ -774,7 +575,7 @@ static int storage_list(struct k8s_list_opts *o, struct kstatus *st)
         int rc;
 
         text[0] = '\0';
-        rc = kube_json_continue_decode(o->continue_tok, &crv, start, cap, text, sizeof(text));
+        rc = continue_token_decode(o->continue_tok, &crv, start, cap, text, sizeof(text));
         free(start);
         if (rc != 0) {
             kstatus_set(st, 400, "BadRequest", "invalid continue token: %s", text);
@@ -788,8 +589,8 @@ static int storage_list(struct k8s_list_opts *o, struct kstatus *st)
         return 0;
     }
     if (err != 0) {
-        sb_init(&sb, text, sizeof(text));
-        sb_puts(&sb, "invalid resource version: ");
+        sbuf_init_fixed(&sb, text, sizeof(text));
+        sbuf_str(&sb, "invalid resource version: ");
         rv_invalid_text(o->rv_str, err, &sb);
         kstatus_set(st, 400, "BadRequest", "%s", text);
         return -EINVAL;
@@ -859,27 +660,33 @@ int k8s_list_opts_parse(const struct k8s_query_kv *q, size_t n, bool legacy_watc
 
 /* ---- query escaping ------------------------------------------------------------------ */
 
-size_t k8s_query_escape(const char *s, char *out, size_t cap)
+void k8s_query_append(struct sbuf *sb, const char *s)
 {
     static const char upper[] = "0123456789ABCDEF";
-    struct sbuf sb;
 
-    sb_init(&sb, out, cap);
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
         unsigned char c = *p;
 
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
             c == '-' || c == '_' || c == '.' || c == '~') {
-            sb_putc(&sb, (char)c);
+            sbuf_putc(sb, (char)c);
         } else if (c == ' ') {
-            sb_putc(&sb, '+');
+            sbuf_putc(sb, '+');
         } else {
-            sb_putc(&sb, '%');
-            sb_putc(&sb, upper[c >> 4]);
-            sb_putc(&sb, upper[c & 0xf]);
+            char esc[3] = {'%', upper[c >> 4], upper[c & 0xf]};
+
+            sbuf_put(sb, esc, 3);
         }
     }
-    return sb.len;
+}
+
+size_t k8s_query_escape(const char *s, char *out, size_t cap)
+{
+    struct sbuf sb;
+
+    sbuf_init_fixed(&sb, out, cap);
+    k8s_query_append(&sb, s);
+    return sbuf_need(&sb);
 }
 
 /* The value of hex digit <c>, or -1. */

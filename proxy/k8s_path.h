@@ -20,11 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 
 #define K8S_NAME_MAX 254
 #define K8S_SEG_MAX 128
 
+struct sbuf;
 struct selector;
 
 /* A resource path. Examples:
@@ -134,6 +135,9 @@ int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_w
  * - _ . ~ kept, space as '+', everything else %XX uppercase). Returns the length the whole
  * encoding needs; writes at most cap-1 bytes plus a NUL (snprintf semantics). */
 size_t k8s_query_escape(const char *s, char *out, size_t cap);
+
+/* Appends url.QueryEscape(<s>) (as k8s_query_escape encodes it) to <sb>. */
+void k8s_query_append(struct sbuf *sb, const char *s);
 
 /* Called by k8s_query_parse for each pair kept; returning false stops the parse. */
 typedef bool k8s_query_pair_fn(void *ctx, const char *key, const char *value);

@@ -31,9 +31,10 @@
 #include <curl/curl.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 #include "proxy/k8s_path.h"
-#include "proxy/sbuf.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 #include "proxy/log.h"
 
 #define PT_INITIAL_BUFFER (32 * 1024) /* the buffer grows to opts.buffer_bytes on demand */
@@ -681,20 +682,6 @@ static const char *last_newline(const char *s, size_t n)
     return NULL;
 }
 
-/* Backs a cut off before a UTF-8 continuation byte, so a chunk never splits a character. */
-static size_t utf8_cut(const char *s, size_t n, size_t avail)
-{
-    size_t k = n;
-
-    if (n >= avail) {
-        return n;
-    }
-    while (k > 0 && n - k < 3 && ((unsigned char)s[k] & 0xC0) == 0x80) {
-        k--;
-    }
-    return k > 0 ? k : n;
-}
-
 /*
  * Copies buffered body bytes into <dst> (at most <max>). JSON bodies end a chunk after the
  * last '\n' that fits and hold back a partial line while more may come (a watch event then
@@ -717,7 +704,7 @@ static size_t xfer_take(struct xfer *t, char *dst, size_t max)
         } else if (t->len < max) {
             return 0; /* a partial line, and the rest fits later */
         } else {
-            n = utf8_cut(src, n, t->len);
+            n = gotext_utf8_cut(src, n, t->len);
         }
     }
     memcpy(dst, src, n);
@@ -864,26 +851,10 @@ static void xfer_detach(void *ctx)
 
 /* ---- building the upstream request ---------------------------------------------------- */
 
-static void strb_putc(struct sbuf *sb, char c)
-{
-    sbuf_reserve(sb, 1);
-    sb->p[sb->len++] = c;
-    sb->p[sb->len] = '\0';
-}
-
-static void strb_query_escape(struct sbuf *sb, const char *s)
-{
-    size_t need = k8s_query_escape(s, NULL, 0);
-
-    sbuf_reserve(sb, need);
-    k8s_query_escape(s, sb->p + sb->len, need + 1);
-    sb->len += need;
-}
-
 /* MHD hands the path percent-decoded: encode again what a URL path cannot carry as is
  * (RFC 3986 pchar plus '/'; '%' itself is encoded, so "%2F" in a name survives as "%252F"
  * would not: such names do not exist in Kubernetes). */
-static void strb_path_escape(struct sbuf *sb, const char *s)
+static void path_escape(struct sbuf *sb, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
 
@@ -892,11 +863,11 @@ static void strb_path_escape(struct sbuf *sb, const char *s)
 
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
             strchr("-._~!$&'()*+,;=:@/", c)) {
-            strb_putc(sb, (char)c);
+            sbuf_putc(sb, (char)c);
         } else {
-            strb_putc(sb, '%');
-            strb_putc(sb, hex[c >> 4]);
-            strb_putc(sb, hex[c & 15]);
+            sbuf_putc(sb, '%');
+            sbuf_putc(sb, hex[c >> 4]);
+            sbuf_putc(sb, hex[c & 15]);
         }
     }
 }
@@ -909,16 +880,16 @@ static char *xfer_target(struct http_req *req)
     size_t n = 0;
     const struct k8s_query_kv *q = http_req_query(req, &n);
 
-    strb_path_escape(&sb, http_req_path(req));
+    path_escape(&sb, http_req_path(req));
     for (size_t i = 0; i < n; i++) {
-        strb_putc(&sb, i == 0 ? '?' : '&');
-        strb_query_escape(&sb, q[i].key);
+        sbuf_putc(&sb, i == 0 ? '?' : '&');
+        k8s_query_append(&sb, q[i].key);
         if (q[i].value) {
-            strb_putc(&sb, '=');
-            strb_query_escape(&sb, q[i].value);
+            sbuf_putc(&sb, '=');
+            k8s_query_append(&sb, q[i].value);
         }
     }
-    return sb.p;
+    return sbuf_take(&sb);
 }
 
 static int slist_add(struct curl_slist **list, const char *line)

@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/sbuf.h"
 
 #define PIECES_MAX 16
 

@@ -5,7 +5,7 @@
  * the v1 JSON through small accessors that answer the zero value for anything absent or of
  * the wrong type (what Go's decoder leaves in a struct). Column descriptions are the Go
  * strings the apiserver embeds (metav1.ObjectMeta{}.SwaggerDoc()["name"], ...), kept here
- * unescaped and JSON-encoded once, with kube_json_quote, into each printer's column array.
+ * unescaped and JSON-encoded once, with gotext_json_quote, into each printer's column array.
  *
  * Cells are written as Go encodes []interface{}: strings quoted HTML-safe ("<none>" is
  * "\u003cnone\u003e" on the wire), int64 cells as bare numbers.
@@ -22,15 +22,15 @@
 #include <cJSON.h>
 
 #include "cache/bug.h"
-#include "proxy/kube_json.h"
-#include "proxy/sbuf.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* Appends <s> as a Go-encoded JSON string. */
 static void pb_quote(struct sbuf *b, const char *s)
 {
-    sbuf_quote(b, s, strlen(s));
+    gotext_json_quote(b, s, strlen(s));
 }
 
 /* The cells of one row: "cells":[ then one value per cell_* call; printers_cells_new
@@ -967,61 +967,13 @@ static void print_node(struct row *r, const cJSON *obj, struct ktime now)
     free(b.p);
 }
 
-/* The length of a Unicode white-space rune (unicode.IsSpace) at s, or 0. */
-static size_t space_len(const unsigned char *s, size_t n)
-{
-    if (n >= 1 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
-        return 1;
-    }
-    if (n >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0)) {
-        return 2;
-    }
-    if (n >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) {
-        return 3; /* U+1680 */
-    }
-    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
-        (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF)) {
-        return 3; /* U+2000..U+200A, U+2028, U+2029, U+202F */
-    }
-    if (n >= 3 && ((s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) ||
-                   (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80))) {
-        return 3; /* U+205F, U+3000 */
-    }
-    return 0;
-}
-
-/* The start of the Unicode white-space run ending at s+n (s+n when none). */
-static size_t trailing_space_start(const unsigned char *s, size_t n)
-{
-    size_t end = n;
-
-    for (;;) {
-        size_t k = 0;
-        for (size_t w = 1; w <= 3 && w <= end && !k; w++) {
-            k = space_len(s + end - w, w) == w ? w : 0;
-        }
-        if (!k) {
-            return end;
-        }
-        end -= k;
-    }
-}
-
 /* strings.TrimSpace of <s> into a heap string. */
 static char *trim_space_dup(const char *s)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = strlen(s), a = 0, k, b;
-    char *out;
+    size_t off = 0;
+    size_t n = gotext_trim_space(s, strlen(s), &off);
 
-    while ((k = space_len(u + a, n - a)) > 0) {
-        a += k;
-    }
-    b = a + trailing_space_start(u + a, n - a);
-    out = xmalloc(b - a + 1);
-    memcpy(out, s + a, b - a);
-    out[b - a] = '\0';
-    return out;
+    return xstrndup(s + off, n);
 }
 
 /* printEvent, wide: Series and singleton events (count 0 prints 1), the source falls back
@@ -1732,7 +1684,7 @@ const char *printers_columns(const struct printer *p)
 
 char *printers_cells_new(const struct printer *p, const cJSON *obj, int64_t now_ns, size_t *len)
 {
-    struct row r = {{NULL, 0, 0}, 0, NULL};
+    struct row r = {0};
 
     p->print(&r, obj, ktime_of_ns(now_ns));
     sbuf_str(&r.b, r.n == 0 ? "\"cells\":[]" : "]");

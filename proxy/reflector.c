@@ -27,10 +27,13 @@
 
 #include "cache/blob.h"
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/resource.h"
 #include "cache/rv.h"
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/kube_json.h"
+#include "proxy/kube_meta.h"
 #include "proxy/log.h"
 #include "proxy/upstream.h"
 
@@ -43,13 +46,6 @@
 #define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
 #define REFLECTOR_FAILS_MAX 64 /* failure count saturates (the delay is capped long before) */
 #define REFLECTOR_LOG_MS 5000  /* one failure record per resource per interval */
-
-/* A growable byte buffer; the caller checks its cap before appending. */
-struct rbuf {
-    char *data;
-    size_t len;
-    size_t cap;
-};
 
 enum rsync_state { RSYNC_IDLE = 0, RSYNC_LISTING, RSYNC_WATCHING };
 
@@ -74,7 +70,7 @@ struct rsync {
     bool synced;    /* the first list completed */
     long http_code; /* of the running transfer, once its headers are in */
     enum rsync_verdict verdict;
-    struct rbuf body; /* LIST page body, or a non-200 body (capped) */
+    struct sbuf body; /* LIST page body (max_list_bytes), or a non-200 body (capped) */
     /* LIST in progress */
     struct blob **items; /* one reference each */
     size_t n_items;
@@ -86,7 +82,7 @@ struct rsync {
     /* WATCH */
     uint64_t rv; /* last RV seen: list RV, then events and bookmarks */
     char rv_str[REFLECTOR_RV_MAX];
-    struct rbuf line;       /* partial watch line, at most max_line_bytes */
+    struct sbuf line;       /* partial watch line, at most max_line_bytes */
     int64_t watch_start_ms; /* when the request was sent */
     int64_t watch_open_ms;  /* when 200 headers arrived; 0 = not open */
     int64_t watch_deadline_ms;
@@ -110,37 +106,6 @@ struct reflector {
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
-
-static void rbuf_append(struct rbuf *b, const char *p, size_t n)
-{
-    /* curl may call the write callback with 0 bytes for an empty body; with nothing
-     * allocated yet, memcpy(NULL, p, 0) is undefined (found by tests/fuzz/fuzz_reflector). */
-    if (n == 0) {
-        return;
-    }
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-
-        while (cap < b->len + n) {
-            cap *= 2;
-        }
-        b->data = xrealloc(b->data, cap);
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-}
-
-/* Empties <b>, releasing its memory when it grew beyond <keep> bytes. */
-static void rbuf_clear(struct rbuf *b, size_t keep)
-{
-    b->len = 0;
-    if (b->cap > keep) {
-        free(b->data);
-        b->data = NULL;
-        b->cap = 0;
-    }
-}
 
 /* xorshift64*: jitter and watch timeouts need spread, not secrecy. */
 static uint64_t rng_next(struct reflector *r)
@@ -272,10 +237,11 @@ static int meta_rv(const char *data, size_t len, uint64_t *rv, char rv_str[REFLE
 static void status_message(const char *body, size_t len, char *out, size_t cap)
 {
     char *msg = NULL;
+    struct sbuf q;
 
-    out[0] = '\0';
+    sbuf_init_fixed(&q, out, cap);
     if (len > 0 && json_str_member(body, len, "message", 1024, &msg) == 0) {
-        kube_json_quote(msg, strlen(msg), out, cap);
+        gotext_json_quote(&q, msg, strlen(msg));
     }
     free(msg);
     if (out[0] == '\0') {
@@ -352,7 +318,7 @@ static int watch_object(struct rsync *s, enum watch_type type, const char *obj, 
         obj = stripped;
         len = slen;
     }
-    b = kube_json_blob(obj, len, s->ar->kind.fields);
+    b = kube_meta_blob(obj, len, s->ar->kind.fields);
     free(stripped);
     if (b == NULL) {
         return watch_bad(s, "object without metadata.name");
@@ -477,10 +443,10 @@ static int watch_feed(struct rsync *s, const char *p, size_t n)
         if (nl != NULL && s->line.len == 0) {
             rc = watch_line(s, p, take);
         } else {
-            rbuf_append(&s->line, p, take);
+            sbuf_put(&s->line, p, take);
             if (nl != NULL) {
-                rc = watch_line(s, s->line.data, s->line.len);
-                rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+                rc = watch_line(s, s->line.p, s->line.len);
+                sbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
             }
         }
         if (nl == NULL) {
@@ -526,7 +492,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
         /* Keep the head of an error body for the log; drop the rest. */
         size_t room = REFLECTOR_ERR_BODY_MAX - s->body.len;
 
-        rbuf_append(&s->body, p, n < room ? n : room);
+        sbuf_put(&s->body, p, n < room ? n : room);
         return n;
     }
     if (s->state == RSYNC_LISTING) {
@@ -536,7 +502,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
             s->verdict = VERDICT_BACKOFF;
             return 0;
         }
-        rbuf_append(&s->body, p, n);
+        sbuf_put(&s->body, p, n);
         return n;
     }
     return watch_feed(s, p, n) == 0 ? n : 0;
@@ -565,7 +531,7 @@ static int rsync_start(struct rsync *s, int64_t now)
         s->watch_open_ms = 0;
         s->watch_deadline_ms = now + t * 1000 + REFLECTOR_WATCH_GRACE_MS;
         s->watch_events = 0;
-        rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+        sbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
     } else {
         if (s->cont != NULL) {
             esc = curl_easy_escape(s->easy, s->cont, 0);
@@ -609,7 +575,7 @@ static int rsync_start(struct rsync *s, int64_t now)
     }
     s->http_code = 0;
     s->verdict = VERDICT_NONE;
-    rbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
+    sbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
     if (curl_multi_add_handle(r->multi, s->easy) != CURLM_OK) {
         rc = -ENOMEM;
         goto out;
@@ -632,7 +598,7 @@ out:
 /* Parses one LIST page body into s->items; the first page sets the list RV. */
 static int list_page(struct rsync *s, const char **why)
 {
-    const char *body = s->body.data;
+    const char *body = s->body.p;
     size_t len = s->body.len;
     size_t md_off, md_len, it_off, it_len, pos = 0, e_off, e_len;
     char *rv = NULL;
@@ -677,7 +643,7 @@ static int list_page(struct rsync *s, const char **why)
         if (rc != 1) {
             break;
         }
-        b = kube_json_blob(body + it_off + e_off, e_len, s->ar->kind.fields);
+        b = kube_meta_blob(body + it_off + e_off, e_len, s->ar->kind.fields);
         if (b == NULL) {
             return -EPROTO;
         }
@@ -699,11 +665,13 @@ static int list_page(struct rsync *s, const char **why)
 static void transfer_error(const struct rsync *s, CURLcode cc, char *msg, size_t cap)
 {
     const char *e = curl_easy_strerror(cc);
+    struct sbuf q;
 
     if (cc != CURLE_OK) {
-        kube_json_quote(e, strlen(e), msg, cap);
+        sbuf_init_fixed(&q, msg, cap);
+        gotext_json_quote(&q, e, strlen(e));
     } else {
-        status_message(s->body.data, s->body.len, msg, cap);
+        status_message(s->body.p, s->body.len, msg, cap);
     }
 }
 
@@ -756,7 +724,7 @@ static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
     char msg[512];
 
     atomic_store(&s->ar->ctr.up_watch_open, 0);
-    rbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
+    sbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
     if (s->verdict == VERDICT_RELIST) {
         rsync_relist(s, now);
         return;
@@ -766,7 +734,7 @@ static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
         return;
     }
     if (s->http_code == 410) {
-        status_message(s->body.data, s->body.len, msg, sizeof(msg));
+        status_message(s->body.p, s->body.len, msg, sizeof(msg));
         log_warn("reflector", "resource=%s rv=%s code=410 err=%s msg=\"watch expired, relisting\"",
                  rsync_name(s), s->rv_str, msg);
         rsync_relist(s, now);
@@ -798,7 +766,7 @@ static void rsync_done(struct rsync *s, CURLcode cc, int64_t now)
     } else {
         watch_done(s, cc, now);
     }
-    rbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
+    sbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
 }
 
 /* ---- the thread ---------------------------------------------------------------------------- */
@@ -813,8 +781,8 @@ static void rsync_free(struct rsync *s)
     curl_slist_free_all(s->hdrs);
     items_drop(s);
     free(s->items);
-    free(s->body.data);
-    free(s->line.data);
+    sbuf_free(&s->body);
+    sbuf_free(&s->line);
     free(s->path);
     free(s);
 }
@@ -955,6 +923,9 @@ void reflector_add(struct reflector *r, struct apires *ar)
 
     s->r = r;
     s->ar = ar;
+    sbuf_init(&s->body, r->o.max_list_bytes > REFLECTOR_ERR_BODY_MAX ? r->o.max_list_bytes
+                                                                      : REFLECTOR_ERR_BODY_MAX);
+    sbuf_init(&s->line, r->o.max_line_bytes);
     s->path = xmalloc(len);
     if (k->group[0] != '\0') {
         snprintf(s->path, len, "/apis/%s/%s/%s", k->group, k->version, k->plural);

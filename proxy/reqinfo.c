@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/selector.h"
 
 #define SEGS_MAX 12
@@ -61,22 +62,9 @@ static bool watch_is_false(const char *v, bool long_s)
 /* strconv.ParseInt(v, 10, 64) succeeds. */
 static bool int64_ok(const char *v)
 {
-    const char *d = v[0] == '+' || v[0] == '-' ? v + 1 : v;
-    size_t n = strlen(d);
-    static const char max[] = "9223372036854775807";
+    int64_t n;
 
-    if (n == 0 || strspn(d, "0123456789") != n) {
-        return false;
-    }
-    while (n > 1 && d[0] == '0') {
-        d++;
-        n--;
-    }
-    if (n != sizeof(max) - 1) {
-        return n < sizeof(max) - 1;
-    }
-    /* equal length: compare digits; "-9223372036854775808" is the one extra value */
-    return strcmp(d, max) <= 0 || (v[0] == '-' && strcmp(d, "9223372036854775808") == 0);
+    return gotext_parse_int64(v, strlen(v), &n) == 0;
 }
 
 /* A selector parsed as Convert_string_To_*_Selector would: NULL *out and true for "" or a

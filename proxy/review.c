@@ -17,7 +17,8 @@
 #include <cJSON.h>
 
 #include "cache/bug.h"
-#include "proxy/sbuf.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 static const char *str_or_empty(const char *s)
 {
@@ -31,7 +32,7 @@ static void put_member(struct sbuf *sb, bool first, const char *key, const char 
     sbuf_str(sb, first ? "\"" : ",\"");
     sbuf_str(sb, key);
     sbuf_str(sb, "\":");
-    sbuf_quote(sb, val, strlen(val));
+    gotext_json_quote(sb, val, strlen(val));
 }
 
 /* ["a","b"] */
@@ -42,42 +43,12 @@ static void put_str_array(struct sbuf *sb, char *const *v, size_t n)
         if (i > 0) {
             sbuf_str(sb, ",");
         }
-        sbuf_quote(sb, v[i], strlen(v[i]));
+        gotext_json_quote(sb, v[i], strlen(v[i]));
     }
     sbuf_str(sb, "]");
 }
 
 /* ---- parsing helpers ------------------------------------------------------------------- */
-
-/* The length of the valid UTF-8 sequence at p[0..n) (no overlongs, surrogates or values past
- * U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    size_t len = p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
-    unsigned char lo = 0x80, hi = 0xbf;
-
-    if (len == 0 || len > n) {
-        return 0;
-    }
-    if (p[0] == 0xe0) {
-        lo = 0xa0;
-    } else if (p[0] == 0xed) {
-        hi = 0x9f;
-    } else if (p[0] == 0xf0) {
-        lo = 0x90;
-    } else if (p[0] == 0xf4) {
-        hi = 0x8f;
-    }
-    if (p[1] < lo || p[1] > hi) {
-        return 0;
-    }
-    for (size_t i = 2; i < len; i++) {
-        if (p[i] < 0x80 || p[i] > 0xbf) {
-            return 0;
-        }
-    }
-    return len;
-}
 
 /*
  * Whether data[0..len) could come from Go's encoder: valid UTF-8 (Go would read an invalid
@@ -96,9 +67,10 @@ static bool body_ok(const char *data, size_t len)
         unsigned char c = p[i];
 
         if (c >= 0x80) {
-            size_t n = utf8_len(p + i, len - i);
+            uint32_t r;
+            size_t n = gotext_decode_rune(data + i, len - i, &r);
 
-            if (n == 0) {
+            if (n == 1 && r == GOTEXT_RUNE_ERROR) {
                 return false;
             }
             i += n - 1;
@@ -215,7 +187,7 @@ int review_token_request(const char *token, size_t token_len, const char *const 
     }
     sbuf_str(out, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\","
                   "\"spec\":{\"token\":");
-    sbuf_quote(out, token, token_len);
+    gotext_json_quote(out, token, token_len);
     if (n_auds > 0) {
         sbuf_str(out, ",\"audiences\":");
         put_str_array(out, (char *const *)auds, n_auds);
@@ -398,7 +370,7 @@ static void put_extra(struct sbuf *sb, const struct identity *id)
         if (i > 0) {
             sbuf_str(sb, ",");
         }
-        sbuf_quote(sb, e->key, strlen(e->key));
+        gotext_json_quote(sb, e->key, strlen(e->key));
         sbuf_str(sb, ":");
         put_str_array(sb, e->values, e->n_values);
     }

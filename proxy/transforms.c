@@ -14,6 +14,7 @@
 
 #include <cJSON.h>
 
+#include "cache/gotext.h"
 #include "proxy/apires.h"
 #include "proxy/kube_json.h"
 #include "proxy/negotiate.h"
@@ -139,7 +140,7 @@ static void sb_member_key(struct sbuf *sb, bool *first, const char *key)
         sbuf_put(sb, ",", 1);
     }
     *first = false;
-    sbuf_quote(sb, key, strlen(key));
+    gotext_json_quote(sb, key, strlen(key));
     sbuf_put(sb, ":", 1);
 }
 
@@ -224,7 +225,7 @@ static void meta_reorder(const char *m, size_t n, const char *rv_override, struc
         }
         sb_member_key(sb, &first, k);
         if (rv_override && strcmp(k, "resourceVersion") == 0) {
-            sbuf_quote(sb, rv_override, strlen(rv_override));
+            gotext_json_quote(sb, rv_override, strlen(rv_override));
         } else if (strcmp(k, "ownerReferences") == 0 && m[off] == '[') {
             meta_reorder_array(m + off, len, owner_ref_order, true, sb);
         } else if (strcmp(k, "managedFields") == 0 && m[off] == '[') {
@@ -315,7 +316,7 @@ void transforms_table_single(struct pieces *pc, const struct transforms_ctx *tc,
                 "{\"kind\":\"Table\",\"apiVersion\":\"%s\",\"metadata\":", meta_gv(tc->neg));
     if (ov->rv[0]) {
         sbuf_str(&pc->sb, "{\"resourceVersion\":");
-        sbuf_quote(&pc->sb, ov->rv, strlen(ov->rv));
+        gotext_json_quote(&pc->sb, ov->rv, strlen(ov->rv));
         sbuf_str(&pc->sb, "}");
     } else {
         sbuf_str(&pc->sb, "{}");
@@ -358,9 +359,9 @@ const char *transforms_list_head(struct sbuf *head, const struct transforms_ctx 
         return matched == 0 ? "}\n" : "]}\n";
     }
     sbuf_str(head, "{\"kind\":");
-    sbuf_quote(head, ar->kind.list_kind, strlen(ar->kind.list_kind));
+    gotext_json_quote(head, ar->kind.list_kind, strlen(ar->kind.list_kind));
     sbuf_str(head, ",\"apiVersion\":");
-    sbuf_quote(head, ar->api_version, strlen(ar->api_version));
+    gotext_json_quote(head, ar->api_version, strlen(ar->api_version));
     sbuf_str(head, ",\"metadata\":");
     sbuf_str(head, meta);
     sbuf_str(head, ",\"items\":[");

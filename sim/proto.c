@@ -24,6 +24,8 @@
 #include <cJSON.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 
 #define PROTO_MAGIC "k8s\0"
 #define PROTO_MAGIC_LEN 4
@@ -751,47 +753,6 @@ static int skip_field(struct pbuf *b, unsigned wt)
 
 /* ---- value conversion ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one (Go's rules: no
- * overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_seq(const uint8_t *s, size_t n)
-{
-    uint8_t c = s[0];
-    size_t need;
-    uint8_t lo = 0x80;
-    uint8_t hi = 0xbf;
-
-    if (c < 0x80) {
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        need = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3;
-        if (c == 0xe0) {
-            lo = 0xa0;
-        } else if (c == 0xed) {
-            hi = 0x9f;
-        }
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4;
-        if (c == 0xf0) {
-            lo = 0x90;
-        } else if (c == 0xf4) {
-            hi = 0x8f;
-        }
-    } else {
-        return 0;
-    }
-    if (need > n || s[1] < lo || s[1] > hi) {
-        return 0;
-    }
-    for (size_t i = 2; i < need; i++) {
-        if (s[i] < 0x80 || s[i] > 0xbf) {
-            return 0;
-        }
-    }
-    return need;
-}
-
 /* A cJSON string from wire bytes: NUL is refused, each invalid byte becomes U+FFFD. */
 static int make_string(struct pctx *c, const uint8_t *s, size_t n, const char *what,
                        cJSON **out)
@@ -804,16 +765,12 @@ static int make_string(struct pctx *c, const uint8_t *s, size_t n, const char *w
     }
     buf = xmalloc(n * 3 + 1); /* worst case: every byte invalid -> 3-byte U+FFFD */
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(s + i, n - i);
-        if (k == 0) {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        } else {
-            memcpy(buf + o, s + i, k);
-            o += k;
-            i += k;
-        }
+        uint32_t r;
+        size_t k = gotext_decode_rune((const char *)s + i, n - i, &r);
+
+        /* a valid rune re-encodes to its own bytes, an invalid byte to U+FFFD */
+        o += gotext_encode_rune(r, buf + o);
+        i += k;
     }
     buf[o] = '\0';
     *out = cj(cJSON_CreateString(buf));
@@ -823,34 +780,10 @@ static int make_string(struct pctx *c, const uint8_t *s, size_t n, const char *w
 
 char *proto_base64_new(const void *data, size_t len)
 {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const uint8_t *s = data;
-    char *out = xmalloc((len + 2) / 3 * 4 + 1);
-    size_t o = 0;
-    size_t i = 0;
+    struct sbuf sb = {0};
 
-    for (; i + 3 <= len; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        out[o++] = tbl[v >> 18];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = tbl[(v >> 6) & 63];
-        out[o++] = tbl[v & 63];
-    }
-    if (len - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        out[o++] = tbl[v >> 18];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = '=';
-        out[o++] = '=';
-    } else if (len - i == 2) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-        out[o++] = tbl[v >> 18];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = tbl[(v >> 6) & 63];
-        out[o++] = '=';
-    }
-    out[o] = '\0';
-    return out;
+    gotext_base64_encode(&sb, GOTEXT_BASE64_STD, data, len);
+    return sbuf_take(&sb);
 }
 
 static cJSON *make_base64(const uint8_t *s, size_t n)

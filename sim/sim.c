@@ -33,7 +33,8 @@
 #include "proxy/handlers.h"
 #include "proxy/http_server.h"
 #include "proxy/k8s_path.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
+#include "proxy/kube_meta.h"
 #include "proxy/log.h"
 #include "proxy/registry.h"
 #include "sim/alloc.h"
@@ -117,7 +118,7 @@ static void reply_status(struct http_req *req, int code, const char *reason, con
 
 /* go-restful's route errors (no such path: 404, no such method: 405) go through
  * apierrors.NewGenericServerResponse, whose StatusDetails is non-nil and empty:
- * "details":{} (an empty kind is set only to make kube_json_status write it). */
+ * "details":{} (an empty kind is set only to make kstatus_json write it). */
 static void reply_route_error(struct http_req *req, int code, const char *reason,
                               const char *msg)
 {
@@ -176,7 +177,7 @@ static struct blob *to_blob(const struct apires *ar, cJSON *obj)
         kind = apiv = NULL;
     }
     txt = cJSON_PrintUnformatted(obj);
-    b = kube_json_blob(txt, strlen(txt), ar->kind.fields);
+    b = kube_meta_blob(txt, strlen(txt), ar->kind.fields);
     cJSON_free(txt);
     if (kind) {
         cJSON_AddItemToObject(obj, "kind", kind);
@@ -662,7 +663,7 @@ static struct blob *with_rv(const struct apires *ar, const struct blob *b, uint6
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
     cJSON_AddStringToObject(meta, "resourceVersion", rv);
     txt = cJSON_PrintUnformatted(obj);
-    out = kube_json_blob(txt, strlen(txt), ar->kind.fields);
+    out = kube_meta_blob(txt, strlen(txt), ar->kind.fields);
     cJSON_free(txt);
     cJSON_Delete(obj);
     return out;
@@ -724,7 +725,7 @@ static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
         st.group = ar->kind.group[0] ? ar->kind.group : NULL;
         st.kind = ar->kind.plural;
         char body[1024];
-        size_t n = kube_json_status(&st, body, sizeof(body) - 1);
+        size_t n = kstatus_json(&st, body, sizeof(body) - 1);
         if (n >= sizeof(body) - 1) {
             n = sizeof(body) - 2;
         }

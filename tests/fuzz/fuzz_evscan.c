@@ -10,7 +10,7 @@
  *    only calls again with more bytes after -EAGAIN.
  * Built pass: the input also supplies the values of a well-formed event line and list body
  * (type, rv digits, stamp, an ERROR code, names, an arbitrary annotation and spec string
- * escaped with kube_json_quote, member order); evscan must find exactly those values, and
+ * escaped with gotext_json_quote, member order); evscan must find exactly those values, and
  * kube_json_event_parse must accept the same line.
  */
 #include <errno.h>
@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
 #include "load/evscan.h"
 #include "proxy/kube_json.h"
 #include "tests/fuzz/fuzz.h"
@@ -85,17 +87,15 @@ static uint8_t gen_byte(struct gen *g)
 /* The next up-to-<max> input bytes, quoted as a JSON string (caller frees). */
 static char *gen_string(struct gen *g, size_t max)
 {
-    size_t len = gen_byte(g) % (max + 1), need;
-    char *q;
+    size_t len = gen_byte(g) % (max + 1);
+    struct sbuf q = {0};
 
     if (len > g->n - g->pos) {
         len = g->n - g->pos;
     }
-    need = kube_json_quote((const char *)g->d + g->pos, len, NULL, 0);
-    q = malloc(need + 1);
-    kube_json_quote((const char *)g->d + g->pos, len, q, need + 1);
+    gotext_json_quote(&q, (const char *)g->d + g->pos, len);
     g->pos += len;
-    return q;
+    return sbuf_take(&q);
 }
 
 static void check_built(const uint8_t *data, size_t size)

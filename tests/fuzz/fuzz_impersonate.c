@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sbuf.h"
 #include "proxy/identity.h"
 #include "proxy/impersonate.h"
-#include "proxy/sbuf.h"
 #include "tests/fuzz/fuzz.h"
 
 #define MAX_HDRS 64

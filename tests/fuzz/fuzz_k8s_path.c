@@ -33,9 +33,10 @@
 #include "cache/rv.h"
 #include "cache/selector.h"
 #include "proxy/apires.h"
+#include "proxy/continue_token.h"
 #include "proxy/handlers.h"
 #include "proxy/k8s_path.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/goquote.h"
 
@@ -197,9 +198,9 @@ static void check_status(const struct kstatus *st)
             CHECK(memchr(cm, '\0', (size_t)(st->message + sizeof(st->message) - cm)) != NULL);
         }
     }
-    need = kube_json_status(st, NULL, 0);
+    need = kstatus_json(st, NULL, 0);
     body = malloc(need + 1);
-    len = kube_json_status(st, body, need + 1);
+    len = kstatus_json(st, body, need + 1);
     CHECK(len == need && strlen(body) == need);
     j = cJSON_ParseWithLength(body, need);
     CHECK(j != NULL);
@@ -213,17 +214,17 @@ static void check_status(const struct kstatus *st)
 
 static void check_continue(const char *tok)
 {
-    size_t cap = 3 * KUBE_JSON_CONTINUE_MAX + 1, elen;
+    size_t cap = 3 * CONTINUE_TOKEN_MAX + 1, elen;
     char *start = malloc(cap), *start2 = malloc(cap), *enc;
     char err[512];
     int64_t rv = 0, rv2 = 0;
 
-    CHECK(kube_json_continue_decode(tok, &rv, start, cap, err, sizeof(err)) == 0);
-    elen = kube_json_continue_encode(rv, start, NULL, 0);
+    CHECK(continue_token_decode(tok, &rv, start, cap, err, sizeof(err)) == 0);
+    elen = continue_token_encode(rv, start, NULL, 0);
     enc = malloc(elen + 1);
-    CHECK(kube_json_continue_encode(rv, start, enc, elen + 1) == elen && strlen(enc) == elen);
-    if (elen <= KUBE_JSON_CONTINUE_MAX) {
-        CHECK(kube_json_continue_decode(enc, &rv2, start2, cap, err, sizeof(err)) == 0);
+    CHECK(continue_token_encode(rv, start, enc, elen + 1) == elen && strlen(enc) == elen);
+    if (elen <= CONTINUE_TOKEN_MAX) {
+        CHECK(continue_token_decode(enc, &rv2, start2, cap, err, sizeof(err)) == 0);
         CHECK(rv2 == rv && strcmp(start, start2) == 0);
     }
     free(enc);

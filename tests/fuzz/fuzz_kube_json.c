@@ -1,9 +1,11 @@
 /*
- * fuzz_kube_json.c - libFuzzer harness for the parsers in proxy/kube_json.c
+ * fuzz_kube_json.c - libFuzzer harness for the JSON readers and writers split out of the old
+ * kube_json.c: the byte scanner (proxy/kube_json.c), object metadata (proxy/kube_meta.c),
+ * continue tokens (proxy/continue_token.c) and JSON string escaping (cache/gotext.c)
  * (bash scripts/fuzz.sh kube_json; ctest fuzz_kube_json replays corpus/kube_json/).
  *
  * Every input goes, as an exact-size buffer, through the byte scanner (member, array,
- * event, strip), kube_meta_parse/kube_json_blob and kube_json_continue_decode, and checks
+ * event, strip), kube_meta_parse/kube_meta_blob and continue_token_decode, and checks
  * invariants: spans lie inside the input, stripped output is a valid object without
  * kind/apiVersion, metadata read with cJSON is the metadata the byte scanner finds (name,
  * namespace, resourceVersion), quoted output is valid JSON, a decoded continue token
@@ -15,7 +17,11 @@
 #include <string.h>
 
 #include "cache/blob.h"
+#include "cache/gotext.h"
+#include "cache/sbuf.h"
+#include "proxy/continue_token.h"
 #include "proxy/kube_json.h"
+#include "proxy/kube_meta.h"
 #include "tests/fuzz/fuzz.h"
 
 /* The string member <key> of the object at d[0..n) as the byte scanner finds it equals <want>
@@ -87,7 +93,7 @@ static void fuzz_spans(const char *d, size_t n)
             CHECK(memcmp(d + m.meta.rv_off, m.meta.rv_str, m.meta.rv_len) == 0);
         }
         kube_meta_fini(&m);
-        b = kube_json_blob(d, n, fields);
+        b = kube_meta_blob(d, n, fields);
         CHECK(b != NULL);
         blob_unref(b);
     }
@@ -95,59 +101,36 @@ static void fuzz_spans(const char *d, size_t n)
 
 static void fuzz_quote(const char *d, size_t n)
 {
-    size_t need = kube_json_quote(d, n, NULL, 0);
-    char *buf = malloc(need + 8);
-    size_t off, len;
+    struct sbuf sb = {0};
+    size_t need, off, len;
 
-    buf[0] = '{';
-    buf[1] = '"';
-    buf[2] = 'a';
-    buf[3] = '"';
-    buf[4] = ':';
-    CHECK(kube_json_quote(d, n, buf + 5, need + 1) == need);
-    buf[5 + need] = '}';
-    CHECK(kube_json_member(buf, need + 6, "a", &off, &len) == 0 && len == need);
-    free(buf);
-}
-
-/* Raw bytes as a base64url token, so the Go JSON scanner and decoder see fuzzed JSON. */
-static size_t b64url(const char *in, size_t n, char *out)
-{
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const unsigned char *u = (const unsigned char *)in;
-    size_t o = 0;
-
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)u[i] << 16 | (i + 1 < n ? (uint32_t)u[i + 1] << 8 : 0) |
-                     (i + 2 < n ? u[i + 2] : 0);
-        size_t k = n - i >= 3 ? 4 : n - i + 1;
-
-        for (size_t j = 0; j < k; j++) {
-            out[o++] = a[(v >> (18 - 6 * j)) & 63];
-        }
-    }
-    out[o] = '\0';
-    return o;
+    sbuf_str(&sb, "{\"a\":");
+    gotext_json_quote(&sb, d, n);
+    need = sb.len - 5;
+    sbuf_str(&sb, "}");
+    CHECK(sbuf_error(&sb) == 0);
+    CHECK(kube_json_member(sb.p, sb.len, "a", &off, &len) == 0 && len == need);
+    sbuf_free(&sb);
 }
 
 static void fuzz_continue_tok(const char *tok)
 {
-    char start[KUBE_JSON_CONTINUE_MAX], start2[KUBE_JSON_CONTINUE_MAX], err[256];
+    char start[CONTINUE_TOKEN_MAX], start2[CONTINUE_TOKEN_MAX], err[256];
     char *enc;
     int64_t rv = 0, rv2 = 0;
     size_t elen;
 
-    if (kube_json_continue_decode(tok, &rv, start, sizeof(start), err, sizeof(err)) != 0) {
+    if (continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)) != 0) {
         CHECK(strncmp(err, "continue key is not valid", 25) == 0);
         return;
     }
     CHECK(rv != 0);
-    elen = kube_json_continue_encode(rv, start, NULL, 0);
+    elen = continue_token_encode(rv, start, NULL, 0);
     enc = malloc(elen + 1);
-    kube_json_continue_encode(rv, start, enc, elen + 1);
-    if (elen <= KUBE_JSON_CONTINUE_MAX) {
+    continue_token_encode(rv, start, enc, elen + 1);
+    if (elen <= CONTINUE_TOKEN_MAX) {
         /* An empty key ("/" token) re-encodes as "\0", which decodes back to "". */
-        CHECK(kube_json_continue_decode(enc, &rv2, start2, sizeof(start2), err, sizeof(err)) ==
+        CHECK(continue_token_decode(enc, &rv2, start2, sizeof(start2), err, sizeof(err)) ==
               0);
         CHECK(rv2 == rv && strcmp(start, start2) == 0);
     }
@@ -156,16 +139,21 @@ static void fuzz_continue_tok(const char *tok)
 
 static void fuzz_continue(const char *d, size_t n)
 {
-    char tok[KUBE_JSON_CONTINUE_MAX + 1];
+    char tok[CONTINUE_TOKEN_MAX + 1];
 
-    if (n > KUBE_JSON_CONTINUE_MAX) {
-        n = KUBE_JSON_CONTINUE_MAX;
+    if (n > CONTINUE_TOKEN_MAX) {
+        n = CONTINUE_TOKEN_MAX;
     }
     memcpy(tok, d, n);
     tok[n] = '\0';
     fuzz_continue_tok(tok);
-    if (n <= KUBE_JSON_CONTINUE_MAX / 4 * 3) {
-        b64url(d, n, tok);
+    if (n <= CONTINUE_TOKEN_MAX / 4 * 3) {
+        /* raw bytes as a token, so the Go JSON scanner and decoder see fuzzed JSON */
+        struct sbuf sb;
+
+        sbuf_init_fixed(&sb, tok, sizeof(tok));
+        gotext_base64_encode(&sb, GOTEXT_BASE64_RAW_URL, d, n);
+        CHECK(sbuf_error(&sb) == 0);
         fuzz_continue_tok(tok);
     }
 }

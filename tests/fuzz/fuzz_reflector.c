@@ -139,6 +139,8 @@ static void run(const char *const *pages, const size_t *page_len, size_t n_pages
     }
     s.r = &r;
     s.ar = apires_new(kind, NULL, &ro);
+    sbuf_init(&s.body, r.o.max_list_bytes); /* the caps reflector_add gives them */
+    sbuf_init(&s.line, r.o.max_line_bytes);
     snprintf(s.rv_str, sizeof(s.rv_str), "0");
 
     /* LIST: one page per part while the previous page asked for more. */
@@ -148,7 +150,7 @@ static void run(const char *const *pages, const size_t *page_len, size_t n_pages
         s.verdict = VERDICT_NONE;
         feed(&s, pages[page], page_len[page]);
         list_done(&s, CURLE_OK, clock_mono_ms());
-        rbuf_clear(&s.body, REFLECTOR_ERR_BODY_MAX);
+        sbuf_clear(&s.body, REFLECTOR_ERR_BODY_MAX);
         page++;
     } while (s.synced == false && s.cont != NULL && page < n_pages);
     out->synced = s.synced;
@@ -182,8 +184,8 @@ static void run(const char *const *pages, const size_t *page_len, size_t n_pages
     }
     items_drop(&s);
     free(s.items);
-    free(s.body.data);
-    free(s.line.data);
+    sbuf_free(&s.body);
+    sbuf_free(&s.line);
     apires_free(s.ar);
 }
 

@@ -20,10 +20,10 @@
 
 #include <cJSON.h>
 
+#include "cache/sbuf.h"
 #include "proxy/authz_status.h"
 #include "proxy/identity.h"
 #include "proxy/review.h"
-#include "proxy/sbuf.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check_identity(const struct identity *id)
@@ -68,7 +68,7 @@ static void check_identity(const struct identity *id)
     cJSON_Delete(doc);
 
     authz_status_forbidden(&st, id->user, &attrs, id->uid);
-    CHECK(kube_json_status(&st, body, sizeof(body)) < sizeof(body));
+    CHECK(kstatus_json(&st, body, sizeof(body)) < sizeof(body));
     doc = cJSON_Parse(body);
     CHECK(doc != NULL);
     cJSON_Delete(doc);

@@ -101,6 +101,9 @@ Test(rv, error_quotes_like_go_quote)
         {"\xe2\x80\x8b", "\"\\u200b\""},         /* zero-width space */
         {"\xf3\xa0\x80\x81", "\"\\U000e0001\""}, /* tag character */
         {"\xc0\x80", "\"\\xc0\\x80\""},          /* overlong NUL */
+        /* rv.c's own IsPrint table called these printable; Go's does not */
+        {"\xe0\xa3\xa2", "\"\\u08e2\""}, /* U+08E2, a format character */
+        {"\xcd\xb8", "\"\\u0378\""},     /* U+0378, unassigned */
     };
     char buf[256];
     char want[256];

@@ -223,6 +223,9 @@ static const struct err_case label_errors[] = {
     {"a=\xe2\x80\x8b", REQ "values[0][a]: Invalid value: \"\\u200b\": " VALUE_RE},
     {"a=\xf0\x9f\x98\x80", REQ "values[0][a]: Invalid value: \"\xf0\x9f\x98\x80\": " VALUE_RE},
     {"a=\xed\xa0\x80", REQ "values[0][a]: Invalid value: \"\\xed\\xa0\\x80\": " VALUE_RE},
+    /* selector.c's own IsPrint table called these printable; Go's does not */
+    {"a=\xef\xb7\x90", REQ "values[0][a]: Invalid value: \"\\ufdd0\": " VALUE_RE}, /* U+FDD0 */
+    {"a=\xcd\xb8", REQ "values[0][a]: Invalid value: \"\\u0378\": " VALUE_RE},     /* U+0378 */
 };
 
 Test(selector, label_error_table)

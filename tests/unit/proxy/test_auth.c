@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache/sbuf.h"
 #include "proxy/auth.h"
-#include "proxy/sbuf.h"
 
 /* ---- a scripted kube-apiserver ------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
 static const char *body_of(const struct kstatus *st)
 {
     static char buf[4096];
-    size_t n = kube_json_status(st, buf, sizeof(buf) - 1);
+    size_t n = kstatus_json(st, buf, sizeof(buf) - 1);
 
     cr_assert_lt(n + 1, sizeof(buf));
     buf[n] = '\n';

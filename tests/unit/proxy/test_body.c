@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "proxy/sbuf.h"
+#include "cache/sbuf.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 

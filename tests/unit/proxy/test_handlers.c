@@ -14,10 +14,10 @@
 #include "cache/blob.h"
 #include "cache/resource.h"
 #include "cache/ring.h"
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/handlers_watch.h"
-#include "proxy/kube_json.h"
-#include "proxy/sbuf.h"
+#include "proxy/kube_meta.h"
 
 /* ---- serve or forward -------------------------------------------------------------------- */
 
@@ -137,7 +137,7 @@ static void shared_frames_equal_built_ones(struct apires *ar, const char *const 
     cr_assert_eq(resource_watch_from(ar->res, wb, 1, NULL), 0);
     cr_assert_eq(resource_watch_from(ar->res, ws, 1, NULL), 0);
     for (int i = 0; i < 3; i++) {
-        blobs[i] = kube_json_blob(objs[i], strlen(objs[i]), ar->kind.fields);
+        blobs[i] = kube_meta_blob(objs[i], strlen(objs[i]), ar->kind.fields);
         cr_assert_not_null(blobs[i]);
         cr_assert_eq(resource_apply(ar->res, (enum watch_type)i, blobs[i], (uint64_t)i + 2, 0), 0);
     }

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sbuf.h"
 #include "proxy/identity.h"
-#include "proxy/sbuf.h"
 
 static bool encodings_equal(const struct identity *a, const struct identity *b)
 {

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/sbuf.h"
 #include "proxy/impersonate.h"
-#include "proxy/sbuf.h"
 
 #define HDRS(...) ((const struct impersonate_hdr[]){__VA_ARGS__})
 #define N(...) (sizeof(HDRS(__VA_ARGS__)) / sizeof(struct impersonate_hdr))

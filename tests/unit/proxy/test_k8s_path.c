@@ -15,7 +15,7 @@
 
 #include "cache/selector.h"
 #include "proxy/k8s_path.h"
-#include "proxy/kube_json.h"
+#include "proxy/kstatus.h"
 
 /* A continue token as the apiserver mints it: {"v":"meta.k8s.io/v1","rv":150,"start":"a\u0000"} */
 #define TOKEN_RV150 "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTUwLCJzdGFydCI6ImFcdTAwMDAifQ"
@@ -591,6 +591,9 @@ Test(k8s_path, integers)
          "strconv.ParseInt: parsing \"1x99999999999999999999\": invalid syntax"},
         /* the exact capture of kubernetes#101350 */
         {"timeoutSeconds=0.1s", "strconv.ParseInt: parsing \"0.1s\": invalid syntax"},
+        /* k8s_path.c's own IsPrint called these printable; Go's escapes them */
+        {"limit=\xef\xb7\x90", "strconv.ParseInt: parsing \"\\ufdd0\": invalid syntax"},
+        {"limit=\xe0\xa3\xa2", "strconv.ParseInt: parsing \"\\u08e2\": invalid syntax"},
     };
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -688,7 +691,7 @@ Test(k8s_path, vector_15_full_body)
     size_t len;
 
     cr_assert_eq(parse("resourceVersionMatch=Exact", false, &q, &o, &st), -EINVAL);
-    len = kube_json_status(&st, body, sizeof(body));
+    len = kstatus_json(&st, body, sizeof(body));
     cr_expect_eq(len, strlen(want));
     cr_expect_str_eq(body, want);
 }
@@ -730,7 +733,7 @@ Test(k8s_path, vector_17_full_body_keeps_cause)
 
     cr_assert_eq(parse("resourceVersion=1&resourceVersionMatch=Foo", false, &q, &o, &st),
                  -EINVAL);
-    kube_json_status(&st, body, sizeof(body));
+    kstatus_json(&st, body, sizeof(body));
     cr_expect_not_null(strstr(body, "\"causes\":[{\"reason\":\"FieldValueNotSupported\","
                                     "\"message\":\"Unsupported value: \\\"Foo\\\": supported "
                                     "values: \\\"Exact\\\", \\\"NotOlderThan\\\", \\\"\\\"\","
@@ -896,7 +899,7 @@ Test(k8s_path, vector_34_full_body_has_no_reason)
     char body[1024];
 
     cr_assert_eq(parse("watch=1&resourceVersion=abc", false, &q, &o, &st), -EINVAL);
-    kube_json_status(&st, body, sizeof(body));
+    kstatus_json(&st, body, sizeof(body));
     cr_expect_str_eq(body, want);
 }
 

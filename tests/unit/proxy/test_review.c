@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sbuf.h"
 #include "proxy/review.h"
-#include "proxy/sbuf.h"
 
 /* ---- TokenReview requests ------------------------------------------------------------ */
 

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/negotiate.h"
 #include "proxy/printers.h"
-#include "proxy/sbuf.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
