@@ -704,3 +704,53 @@ ssize_t gotext_base64url_decode(const char *src, size_t n, unsigned char *dst, s
     }
     return (ssize_t)o;
 }
+
+int gotext_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+
+    if (s == NULL) {
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+void gotext_query_escape(struct sbuf *sb, const char *s)
+{
+    static const char upper[] = "0123456789ABCDEF";
+
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        unsigned char c = *p;
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            sbuf_putc(sb, (char)c);
+        } else if (c == ' ') {
+            sbuf_putc(sb, '+');
+        } else {
+            char esc[3] = {'%', upper[c >> 4], upper[c & 0xf]};
+
+            sbuf_put(sb, esc, 3);
+        }
+    }
+}
+
+size_t gotext_query_escape_to(const char *s, char *out, size_t cap)
+{
+    struct sbuf sb;
+
+    sbuf_init_fixed(&sb, out, cap);
+    gotext_query_escape(&sb, s);
+    return sbuf_need(&sb);
+}

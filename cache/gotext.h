@@ -114,4 +114,19 @@ void gotext_base64_encode(struct sbuf *sb, enum gotext_base64 enc, const void *d
  */
 ssize_t gotext_base64url_decode(const char *src, size_t n, unsigned char *dst, size_t *bad);
 
+/*
+ * Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False. Returns 0 or
+ * -EINVAL (NULL, anything else; *out untouched). The apiserver uses it for ?pretty= (errors
+ * there mean false) and kwp for boolean flags; ListOptions booleans do not go through it.
+ */
+int gotext_parse_bool(const char *s, bool *out);
+
+/* Appends Go's url.QueryEscape(<s>) to <sb>: A-Z a-z 0-9 - _ . ~ kept, space as '+',
+ * everything else %XX in upper case. */
+void gotext_query_escape(struct sbuf *sb, const char *s);
+
+/* The same into <out> with snprintf semantics: returns the length the whole encoding needs and
+ * writes at most cap-1 bytes plus a NUL (nothing when cap is 0; <out> may then be NULL). */
+size_t gotext_query_escape_to(const char *s, char *out, size_t cap);
+
 #endif

@@ -2,7 +2,7 @@
  * load.c - `kwp load` (see load.h): flags, target, limits, signals, then client_run and the
  * report. Everything here happens before or after the run; nothing here is on the data path.
  * Of proxy/ it uses two public headers: config.h (the flag table every command shares) and
- * k8s_path.h (K8S_SEG_MAX, the path segment the proxy accepts; k8s_query_escape, Go's
+ * k8s_path.h (K8S_SEG_MAX, the path segment the proxy accepts); of cache/, gotext.h (Go's
  * url.QueryEscape, for the selectors).
  */
 #include "load/load.h"
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "load/client.h"
 #include "load/report.h"
 #include "proxy/config.h"
@@ -203,13 +204,13 @@ static int build_selectors(const char *label, const char *field, char *out, size
 
     out[0] = '\0';
     if (label && *label) {
-        if (k8s_query_escape(label, enc, sizeof(enc)) >= sizeof(enc)) {
+        if (gotext_query_escape_to(label, enc, sizeof(enc)) >= sizeof(enc)) {
             return -EINVAL;
         }
         n = (size_t)snprintf(out, cap, "labelSelector=%s", enc);
     }
     if (field && *field && n < cap) {
-        if (k8s_query_escape(field, enc, sizeof(enc)) >= sizeof(enc)) {
+        if (gotext_query_escape_to(field, enc, sizeof(enc)) >= sizeof(enc)) {
             return -EINVAL;
         }
         n += (size_t)snprintf(out + n, cap - n, "%sfieldSelector=%s", n ? "&" : "", enc);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cache/bug.h"
-#include "proxy/k8s_path.h"
+#include "cache/gotext.h"
 
 /* 2^63 as a double: a millisecond count must stay below it to convert to int64_t. */
 #define CONFIG_MS_LIMIT 9223372036854775808.0
@@ -152,7 +152,7 @@ static int set_value(const struct config_opt *o, const char *v, const char *from
         list_add(o->dst, v);
         return 0;
     case CFG_BOOL:
-        if (k8s_parse_bool(v, &b) != 0) {
+        if (gotext_parse_bool(v, &b) != 0) {
             fprintf(stderr, "%s: invalid boolean %s=%s\n", from, o->name, v);
             return -EINVAL;
         }

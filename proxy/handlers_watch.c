@@ -23,6 +23,7 @@
 
 #include "cache/blob.h"
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/resource.h"
 #include "cache/rv.h"
 #include "cache/sbuf.h"
@@ -47,11 +48,7 @@ static size_t drain_over(struct hreq *h, char *buf, size_t max)
 {
     size_t left = h->over_len - h->over_off, n = left < max ? left : max;
 
-    if (n < left) {
-        while (n > 0 && ((unsigned char)h->over[h->over_off + n] & 0xC0) == 0x80) {
-            n--;
-        }
-    }
+    n = gotext_utf8_cut(h->over + h->over_off, n, left);
     memcpy(buf, h->over + h->over_off, n);
     h->over_off += n;
     if (h->over_off == h->over_len) {

@@ -211,27 +211,6 @@ static const char *query_get(const struct k8s_query_kv *q, size_t n, const char 
     return "";
 }
 
-int k8s_parse_bool(const char *s, bool *out)
-{
-    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
-    static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
-
-    if (s == NULL) {
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-        if (strcmp(s, yes[i]) == 0) {
-            *out = true;
-            return 0;
-        }
-        if (strcmp(s, no[i]) == 0) {
-            *out = false;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
 /*
  * runtime.Convert_Slice_string_To_bool: "0" or strings.EqualFold(v, "false") is false, any
  * other value is true. EqualFold's Unicode folding only matters for 's', which U+017F (long
@@ -434,7 +413,7 @@ static int decode_query(const struct k8s_query_kv *q, size_t n, struct k8s_list_
     if (v[0] != '\0') {
         bool pretty = false;
 
-        (void)k8s_parse_bool(v, &pretty);
+        (void)gotext_parse_bool(v, &pretty);
         o->pretty = pretty ? 1 : 0;
     }
     return 0;
@@ -656,37 +635,6 @@ int k8s_list_opts_parse(const struct k8s_query_kv *q, size_t n, bool legacy_watc
                         struct k8s_list_opts *o, struct kstatus *st)
 {
     return k8s_list_opts_parse_ex(q, n, legacy_watch, NULL, NULL, o, st);
-}
-
-/* ---- query escaping ------------------------------------------------------------------ */
-
-void k8s_query_append(struct sbuf *sb, const char *s)
-{
-    static const char upper[] = "0123456789ABCDEF";
-
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        unsigned char c = *p;
-
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            sbuf_putc(sb, (char)c);
-        } else if (c == ' ') {
-            sbuf_putc(sb, '+');
-        } else {
-            char esc[3] = {'%', upper[c >> 4], upper[c & 0xf]};
-
-            sbuf_put(sb, esc, 3);
-        }
-    }
-}
-
-size_t k8s_query_escape(const char *s, char *out, size_t cap)
-{
-    struct sbuf sb;
-
-    sbuf_init_fixed(&sb, out, cap);
-    k8s_query_append(&sb, s);
-    return sbuf_need(&sb);
 }
 
 /* The value of hex digit <c>, or -1. */

@@ -89,13 +89,6 @@ struct k8s_list_opts {
 };
 
 /*
- * Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
- * Returns 0 or -EINVAL (NULL, anything else; *out untouched). The apiserver uses it only for
- * ?pretty= (errors there mean false); ListOptions booleans do not go through it (see above).
- */
-int k8s_parse_bool(const char *s, bool *out);
-
-/*
  * Decodes and validates the query for a LIST (watch false) or WATCH request (watch=true in the
  * query, or <legacy_watch>). Applies the 1.34+ defaulting (watch with rv "" or "0", no
  * sendInitialEvents and no resourceVersionMatch -> sendInitialEvents=true, NotOlderThan;
@@ -130,14 +123,6 @@ typedef int k8s_fields_check_fn(void *ctx, const struct selector *fields, struct
 int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
                            k8s_fields_check_fn *check, void *check_ctx,
                            struct k8s_list_opts *o, struct kstatus *st);
-
-/* Percent-encodes <s> for a query value into <out> like Go's url.QueryEscape (A-Z a-z 0-9
- * - _ . ~ kept, space as '+', everything else %XX uppercase). Returns the length the whole
- * encoding needs; writes at most cap-1 bytes plus a NUL (snprintf semantics). */
-size_t k8s_query_escape(const char *s, char *out, size_t cap);
-
-/* Appends url.QueryEscape(<s>) (as k8s_query_escape encodes it) to <sb>. */
-void k8s_query_append(struct sbuf *sb, const char *s);
 
 /* Called by k8s_query_parse for each pair kept; returning false stops the parse. */
 typedef bool k8s_query_pair_fn(void *ctx, const char *key, const char *value);

@@ -2,58 +2,33 @@
  * metrics.c - the /metrics exposition (see metrics.h).
  *
  * One family at a time: # HELP and # TYPE, then one sample per resource labelled
- * resource="<group/>plural". The text is built in a local growable buffer and copied once by
- * http_reply.
+ * resource="<group/>plural". The text is built in a capped sbuf (METRICS_MAX_BYTES; past it a 500)
+ * and copied once by http_reply.
  */
 #include "proxy/metrics.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cache/bug.h"
 #include "cache/resource.h"
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/http_server.h"
+#include "proxy/kstatus.h"
 #include "proxy/passthrough.h"
 #include "proxy/registry.h"
 
-struct sbuf {
-    char *d;
-    size_t len, cap;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->d ? b->d + b->len : NULL, b->d ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            return;
-        }
-        if (b->d && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        b->cap = (b->cap + (size_t)n + 1) * 2;
-        b->d = xrealloc(b->d, b->cap);
-    }
-}
+/* /metrics is a few lines per resource; far below this even with thousands of resources. */
+#define METRICS_MAX_BYTES ((size_t)64 << 20)
 
 void metrics_serve(struct http_req *req, const struct registry *reg, struct passthrough *pt,
                    bool ready)
 {
     size_t n = registry_len(reg);
-    struct sbuf b = {0};
+    struct sbuf b;
     struct {
         const char *name, *type, *help;
         size_t off;
@@ -98,63 +73,64 @@ void metrics_serve(struct http_req *req, const struct registry *reg, struct pass
          offsetof(struct apires_counters, forwarded)},
     };
 
+    sbuf_init(&b, METRICS_MAX_BYTES);
     for (size_t c = 0; c < sizeof(ctrs) / sizeof(ctrs[0]); c++) {
-        sb_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", ctrs[c].name, ctrs[c].help, ctrs[c].name,
+        sbuf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", ctrs[c].name, ctrs[c].help, ctrs[c].name,
                   ctrs[c].type);
         for (size_t i = 0; i < n; i++) {
             const struct apires *ar = registry_at(reg, i);
             const atomic_ullong *v = (const atomic_ullong *)((const char *)&ar->ctr + ctrs[c].off);
-            sb_printf(&b, "%s{resource=\"%s\"} %llu\n", ctrs[c].name, resource_name(ar->res),
+            sbuf_printf(&b, "%s{resource=\"%s\"} %llu\n", ctrs[c].name, resource_name(ar->res),
                       (unsigned long long)atomic_load(v));
         }
     }
-    sb_printf(&b, "# HELP kwp_resource_version Current resourceVersion of the cache.\n"
+    sbuf_printf(&b, "# HELP kwp_resource_version Current resourceVersion of the cache.\n"
                   "# TYPE kwp_resource_version gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sb_printf(&b, "kwp_resource_version{resource=\"%s\"} %" PRIu64 "\n", resource_name(ar->res),
+        sbuf_printf(&b, "kwp_resource_version{resource=\"%s\"} %" PRIu64 "\n", resource_name(ar->res),
                   st.rv);
     }
-    sb_printf(&b, "# HELP kwp_history_events Events held in the history window.\n"
+    sbuf_printf(&b, "# HELP kwp_history_events Events held in the history window.\n"
                   "# TYPE kwp_history_events gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sb_printf(&b, "kwp_history_events{resource=\"%s\"} %zu\n", resource_name(ar->res),
+        sbuf_printf(&b, "kwp_history_events{resource=\"%s\"} %zu\n", resource_name(ar->res),
                   st.history_len);
     }
-    sb_printf(&b, "# HELP kwp_history_oldest_rv Smallest resourceVersion a watch may start from "
+    sbuf_printf(&b, "# HELP kwp_history_oldest_rv Smallest resourceVersion a watch may start from "
                   "(older gets 410).\n# TYPE kwp_history_oldest_rv gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sb_printf(&b, "kwp_history_oldest_rv{resource=\"%s\"} %" PRIu64 "\n",
+        sbuf_printf(&b, "kwp_history_oldest_rv{resource=\"%s\"} %" PRIu64 "\n",
                   resource_name(ar->res), st.history_boundary);
     }
-    sb_printf(&b, "# HELP kwp_objects Objects in the cache.\n# TYPE kwp_objects gauge\n");
+    sbuf_printf(&b, "# HELP kwp_objects Objects in the cache.\n# TYPE kwp_objects gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sb_printf(&b, "kwp_objects{resource=\"%s\"} %zu\n", resource_name(ar->res), st.objects);
+        sbuf_printf(&b, "kwp_objects{resource=\"%s\"} %zu\n", resource_name(ar->res), st.objects);
     }
-    sb_printf(&b, "# HELP kwp_object_bytes JSON bytes of the cached objects.\n"
+    sbuf_printf(&b, "# HELP kwp_object_bytes JSON bytes of the cached objects.\n"
                   "# TYPE kwp_object_bytes gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sb_printf(&b, "kwp_object_bytes{resource=\"%s\"} %zu\n", resource_name(ar->res),
+        sbuf_printf(&b, "kwp_object_bytes{resource=\"%s\"} %zu\n", resource_name(ar->res),
                   st.object_bytes);
     }
     {
         struct passthrough_stats ps;
         passthrough_stats(pt, &ps);
-        sb_printf(&b,
+        sbuf_printf(&b,
                   "# HELP kwp_passthrough_requests_total Requests forwarded upstream.\n"
                   "# TYPE kwp_passthrough_requests_total counter\n"
                   "kwp_passthrough_requests_total %" PRIu64 "\n"
@@ -173,11 +149,18 @@ void metrics_serve(struct http_req *req, const struct registry *reg, struct pass
                   "# TYPE kwp_passthrough_stream_errors_total counter\n"
                   "kwp_passthrough_stream_errors_total %" PRIu64 "\n",
                   ps.requests, ps.active, ps.bytes_upstream, ps.upstream_errors, ps.stream_errors);
-        sb_printf(&b,
+        sbuf_printf(&b,
                   "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
                   "# TYPE kwp_ready gauge\nkwp_ready %d\n",
                   ready ? 1 : 0);
     }
-    http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.d, b.len);
-    free(b.d);
+    if (sbuf_error(&b) != 0) {
+        struct kstatus st;
+
+        kstatus_set(&st, 500, "InternalError", "metrics exceed %zu bytes", METRICS_MAX_BYTES);
+        http_reply_status(req, &st);
+    } else {
+        http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
+    }
+    sbuf_free(&b);
 }

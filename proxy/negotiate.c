@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/gotext.h"
 #include "proxy/apires.h"
 #include "proxy/printers.h"
 
@@ -264,7 +265,7 @@ static bool is_pretty_print(const char *pp, const char *ua)
     bool v = false;
 
     if (pp && pp[0]) {
-        (void)k8s_parse_bool(pp, &v);
+        (void)gotext_parse_bool(pp, &v);
         return v;
     }
     return ua && (strncmp(ua, "curl", 4) == 0 || strncmp(ua, "Wget", 4) == 0 ||

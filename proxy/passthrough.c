@@ -883,10 +883,10 @@ static char *xfer_target(struct http_req *req)
     path_escape(&sb, http_req_path(req));
     for (size_t i = 0; i < n; i++) {
         sbuf_putc(&sb, i == 0 ? '?' : '&');
-        k8s_query_append(&sb, q[i].key);
+        gotext_query_escape(&sb, q[i].key);
         if (q[i].value) {
             sbuf_putc(&sb, '=');
-            k8s_query_append(&sb, q[i].value);
+            gotext_query_escape(&sb, q[i].value);
         }
     }
     return sbuf_take(&sb);

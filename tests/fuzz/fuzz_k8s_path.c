@@ -5,7 +5,7 @@
  * libmicrohttpd hands it (%XX escapes), the query by k8s_query_parse (Go's url.ParseQuery, as
  * http_server.c's req_new does), at most 64 pairs (HTTP_MAX_QUERY). Then:
  *  - k8s_query_parse: every key and value lies inside the query's buffer; escaping a pair with
- *    k8s_query_escape and parsing it again gives back exactly that pair.
+ *    gotext_query_escape_to and parsing it again gives back exactly that pair.
  *  - k8s_path_parse: the result is 0, -ENOENT or -EINVAL; on error the struct is zeroed; on 0
  *    every field is a NUL-terminated segment (no '/', not "." or ".."), resource and version
  *    are set, a legacy watch has no subresource, and the path rebuilt from the fields (with or
@@ -19,7 +19,7 @@
  *    query's value. Every success agrees with the query: watch, rv (parsed like
  *    strconv.ParseUint), limit/timeoutSeconds (strtoll), selectors, the 1.34 defaulting, and
  *    a continue token decodes, re-encodes and decodes to the same rv and key.
- *  - k8s_query_escape of every value: percent-decoding the output gives the value back, and a
+ *  - gotext_query_escape_to of every value: percent-decoding the output gives the value back, and a
  *    short buffer gets a terminated prefix.
  */
 #include <errno.h>
@@ -35,6 +35,7 @@
 #include "proxy/apires.h"
 #include "proxy/continue_token.h"
 #include "proxy/handlers.h"
+#include "cache/gotext.h"
 #include "proxy/k8s_path.h"
 #include "proxy/kstatus.h"
 #include "tests/fuzz/fuzz.h"
@@ -367,17 +368,17 @@ static void check_list_opts(const struct k8s_query_kv *q, size_t n, const struct
 
 static void check_escape(const char *v)
 {
-    size_t need = k8s_query_escape(v, NULL, 0);
+    size_t need = gotext_query_escape_to(v, NULL, 0);
     char *out = malloc(need + 1);
     char tiny[7];
 
-    CHECK(k8s_query_escape(v, out, need + 1) == need && strlen(out) == need);
+    CHECK(gotext_query_escape_to(v, out, need + 1) == need && strlen(out) == need);
     CHECK(strspn(out, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~%+") ==
           need);
     pct_decode(out, true);
     CHECK(strcmp(out, v) == 0);
     memset(tiny, 'X', sizeof(tiny));
-    CHECK(k8s_query_escape(v, tiny, sizeof(tiny)) == need);
+    CHECK(gotext_query_escape_to(v, tiny, sizeof(tiny)) == need);
     CHECK(strlen(tiny) == (need < sizeof(tiny) ? need : sizeof(tiny) - 1));
     free(out);
 }
@@ -401,15 +402,15 @@ static bool one_pair(void *ctx, const char *key, const char *value)
 /* esc(key)=esc(value), or esc(key) for a NULL value, parses back to exactly (key, value). */
 static void check_pair_round_trip(const char *key, const char *value)
 {
-    size_t kn = k8s_query_escape(key, NULL, 0);
-    size_t vn = value ? k8s_query_escape(value, NULL, 0) : 0;
+    size_t kn = gotext_query_escape_to(key, NULL, 0);
+    size_t vn = value ? gotext_query_escape_to(value, NULL, 0) : 0;
     char *raw = malloc(kn + vn + 2);
     const char *want[2] = {key, value};
 
-    k8s_query_escape(key, raw, kn + 1);
+    gotext_query_escape_to(key, raw, kn + 1);
     if (value != NULL) {
         raw[kn] = '=';
-        k8s_query_escape(value, raw + kn + 1, vn + 1);
+        gotext_query_escape_to(value, raw + kn + 1, vn + 1);
     }
     CHECK(k8s_query_parse(raw, one_pair, (void *)want) == 1 && want[0] == NULL);
     free(raw);

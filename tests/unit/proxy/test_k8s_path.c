@@ -322,32 +322,6 @@ Test(k8s_path, long_group_version_and_subresource)
     cr_expect_eq(k8s_path_parse(path, &p), -ENOENT);
 }
 
-/* ---- k8s_parse_bool (strconv.ParseBool) ---------------------------------------------- */
-
-Test(k8s_path, parse_bool_is_strconv_parsebool)
-{
-    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
-    static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
-    static const char *const bad[] = {"", "yes", "no", "tRUE", "fALSE", "on", "2", " true",
-                                      "true ", "y", "TrUe"};
-    bool b;
-
-    for (size_t i = 0; i < 6; i++) {
-        b = false;
-        cr_expect_eq(k8s_parse_bool(yes[i], &b), 0, "%s", yes[i]);
-        cr_expect(b, "%s", yes[i]);
-        b = true;
-        cr_expect_eq(k8s_parse_bool(no[i], &b), 0, "%s", no[i]);
-        cr_expect_not(b, "%s", no[i]);
-    }
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        b = true;
-        cr_expect_eq(k8s_parse_bool(bad[i], &b), -EINVAL, "%s", bad[i]);
-        cr_expect(b, "%s: untouched", bad[i]);
-    }
-    cr_expect_eq(k8s_parse_bool(NULL, &b), -EINVAL);
-}
-
 /* ---- ListOptions booleans (runtime.Convert_Slice_string_To_bool) ------------------- */
 
 struct bool_case {
@@ -1322,44 +1296,6 @@ Test(k8s_path, long_inputs_are_truncated_not_overflowed)
 }
 
 /* ---- k8s_query_escape (url.QueryEscape) ---------------------------------------------- */
-
-Test(k8s_path, query_escape)
-{
-    static const struct {
-        const char *in;
-        const char *out;
-    } cases[] = {
-        {"", ""},
-        {"abcXYZ019-_.~", "abcXYZ019-_.~"},
-        {"a b", "a+b"},
-        {"app=x,tier!=web", "app%3Dx%2Ctier%21%3Dweb"},
-        {"$&+,/:;=?@", "%24%26%2B%2C%2F%3A%3B%3D%3F%40"},
-        {"a%b#c", "a%25b%23c"},
-        {"\xc3\xa9\xff\x01", "%C3%A9%FF%01"},
-        {"in (a, b)", "in+%28a%2C+b%29"},
-    };
-    char out[128];
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        size_t n = k8s_query_escape(cases[i].in, out, sizeof(out));
-
-        cr_expect_str_eq(out, cases[i].out, "%s", cases[i].in);
-        cr_expect_eq(n, strlen(cases[i].out), "%s", cases[i].in);
-    }
-}
-
-Test(k8s_path, query_escape_truncates_like_snprintf)
-{
-    char out[5];
-
-    cr_expect_eq(k8s_query_escape("a b=c", out, sizeof(out)), 7); /* a+b%3Dc */
-    cr_expect_str_eq(out, "a+b%");
-    cr_expect_eq(k8s_query_escape("==", out, 0), 6);
-    cr_expect_eq(k8s_query_escape("==", NULL, 0), 6);
-    memset(out, 'q', sizeof(out));
-    cr_expect_eq(k8s_query_escape("abc", out, 1), 3);
-    cr_expect_eq(out[0], '\0');
-}
 
 /* ---- k8s_query_parse (url.ParseQuery, as kube-apiserver reads a query) ----------------- */
 
