@@ -696,6 +696,7 @@ static size_t xfer_take(struct xfer *t, char *dst, size_t max)
     if (n == 0) {
         return 0;
     }
+    BUG_ON(t->buf == NULL); /* len > 0 bytes are held in buf */
     if (t->line_mode && !t->finished && !t->paused) {
         const char *nl = last_newline(src, n);
 
