@@ -980,7 +980,6 @@ static int xfer_setup(struct xfer *t, struct http_req *req)
     if (rc != 0) {
         goto out;
     }
-    rc = -ENOMEM;
     curl_easy_setopt(t->e, CURLOPT_HTTPHEADER, t->req_hdrs);
     curl_easy_setopt(t->e, CURLOPT_CONNECTTIMEOUT_MS, (long)pt->opts.connect_timeout_ms);
     /* a watch may idle for many minutes: no total timeout and no low-speed limit */
