@@ -646,6 +646,80 @@ void upstream_done(struct upstream *up, const struct upstream_call *call, CURLco
     log_msg(level, "upstream", "upstream=%s err=%s msg=\"not ready: %s\"", up->url, q, fix);
 }
 
+/* upstream_post's response body: appended to the caller's sbuf up to the cap. */
+struct post_sink {
+    struct sbuf *resp;
+    size_t got;
+    bool too_big;
+};
+
+static size_t post_write(char *p, size_t size, size_t n, void *ctx)
+{
+    struct post_sink *k = ctx;
+    size_t len = size * n;
+
+    if (len > UPSTREAM_POST_MAX_BYTES - k->got) {
+        k->too_big = true;
+        return 0;
+    }
+    sbuf_put(k->resp, p, len);
+    k->got += len;
+    return len;
+}
+
+int upstream_post(void *ctx, const char *path, const char *body, size_t len, struct sbuf *resp,
+                  long *code, char *err, size_t err_len)
+{
+    struct upstream *up = ctx;
+    struct post_sink sink = {.resp = resp};
+    struct upstream_call call;
+    struct curl_slist *h = NULL;
+    CURL *e = curl_easy_init();
+    CURLcode cc;
+    int rc;
+
+    *code = 0;
+    if (!e) {
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    h = curl_slist_append(h, "Content-Type: application/json");
+    if (h) {
+        h = curl_slist_append(h, "Accept: application/json");
+    }
+    rc = h ? upstream_begin(up, e, path, UPSTREAM_DECODE, &h, &call) : -ENOMEM;
+    if (rc != 0) {
+        snprintf(err, err_len, "%s",
+                 rc == -EACCES ? "no credentials: the exec plugin failed" : "out of memory");
+        goto out;
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, post_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, UPSTREAM_POST_TIMEOUT_MS);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "kwp-proxy/auth");
+    cc = curl_easy_perform(e);
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
+    upstream_done(up, &call, cc, *code);
+    if (cc == CURLE_OK) {
+        rc = 0;
+    } else {
+        rc = sink.too_big                     ? -EFBIG
+             : cc == CURLE_COULDNT_CONNECT    ? -ECONNREFUSED
+             : cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
+                                              : -EIO;
+        snprintf(err, err_len, "%s", call.errbuf[0] ? call.errbuf : curl_easy_strerror(cc));
+        *code = 0;
+    }
+out:
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    return rc;
+}
+
 bool upstream_problem(struct upstream *up, char *why, size_t why_len)
 {
     bool bad;

@@ -1,7 +1,8 @@
 /*
  * upstream.h - how to reach the upstream kube-apiserver: base URL, TLS, proxy and credentials,
  * applied to libcurl easy handles by every upstream request (reflector, passthrough,
- * discovery, probe), and what their outcomes say about those credentials (for /readyz).
+ * discovery, probe, and the reviews through upstream_post), and what their outcomes say about
+ * those credentials (for /readyz).
  *
  * Credentials come from one place, per request: a static token (or a token file, re-read when
  * it changes: bound service-account tokens rotate), basic auth, client certificates, and an
@@ -23,6 +24,7 @@
 
 struct execcred;
 struct kubeconfig_target;
+struct sbuf;
 struct upstream;
 
 struct upstream_opts {
@@ -106,6 +108,21 @@ int upstream_setup(struct upstream *up, CURL *e, const char *path_and_query,
  */
 void upstream_done(struct upstream *up, const struct upstream_call *call, CURLcode cc,
                    long http_code);
+
+#define UPSTREAM_POST_MAX_BYTES ((size_t)4 << 20) /* an upstream_post answer; more is -EFBIG */
+#define UPSTREAM_POST_TIMEOUT_MS 10000L           /* one upstream_post, connect to last byte */
+
+/*
+ * POSTs <body> (<len> bytes, application/json) to <path> with kwp's credentials, blocking:
+ * appends the response body to <resp> (struct sbuf, cache/sbuf.h) and sets *<code> to its
+ * HTTP status; the outcome goes to upstream_done as every request's does. <up> is a struct
+ * upstream *, passed as void * so that this is an auth_send_fn (proxy/auth.h): the transport
+ * of the TokenReviews and SubjectAccessReviews. Returns 0 when a response came (any status),
+ * else -ECONNREFUSED, -ETIMEDOUT, -EFBIG (past UPSTREAM_POST_MAX_BYTES), -EACCES (no
+ * credential: the exec plugin failed) or -EIO, with a short reason in <err>. Any thread.
+ */
+int upstream_post(void *up, const char *path, const char *body, size_t len, struct sbuf *resp,
+                  long *code, char *err, size_t err_len);
 
 /*
  * Whether the upstream is unusable for a credential or TLS reason, according to the newest

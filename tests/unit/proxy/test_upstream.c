@@ -37,6 +37,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "cache/sbuf.h"
+#include "proxy/auth.h"
 #include "proxy/execcred.h"
 #include "proxy/http_server.h"
 #include "proxy/kubeconfig.h"
@@ -1397,4 +1399,42 @@ Test(upstream, the_target_maps_onto_the_options)
     cr_assert_str_eq(o.username, "u");
     cr_assert_str_eq(o.password, "p");
     cr_assert_null(o.exec);
+}
+
+#define POST_LINE "POST /apis/authentication.k8s.io/v1/tokenreviews HTTP/1.1\r\n"
+
+Test(upstream, post_is_the_reviews_transport_with_the_same_credentials)
+{
+    static const char review[] = "{\"apiVersion\":\"authentication.k8s.io/v1\"}";
+    auth_send_fn *send = upstream_post; /* the type auth.h injects */
+    struct recorder *r = recorder_new(1);
+    struct upstream_opts o = {.token = "t"};
+    struct upstream *up;
+    struct sbuf resp = {0};
+    char err[256] = "", v[256], clen[32];
+    long code = 0;
+
+    o.url = r->url;
+    up = up_new(&o);
+    cr_assert_eq(send(up, "/apis/authentication.k8s.io/v1/tokenreviews", review, sizeof(review) - 1,
+                      &resp, &code, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_eq(code, 200);
+    cr_assert_str_eq(resp.p, "ok");
+    cr_assert(strncmp(r->reqs[0], POST_LINE, strlen(POST_LINE)) == 0, "%s", r->reqs[0]);
+    cr_assert_str_eq(header_of(r->reqs[0], "Authorization", v, sizeof(v)), "Bearer t");
+    cr_assert_str_eq(header_of(r->reqs[0], "Content-Type", v, sizeof(v)), "application/json");
+    snprintf(clen, sizeof(clen), "%zu", sizeof(review) - 1);
+    cr_assert_str_eq(header_of(r->reqs[0], "Content-Length", v, sizeof(v)), clen);
+    upstream_free(up);
+    sbuf_free(&resp);
+    recorder_free(r);
+
+    o.url = "http://127.0.0.1:1";
+    up = up_new(&o);
+    cr_assert_eq(upstream_post(up, "/x", "{}", 2, &resp, &code, err, sizeof(err)), -ECONNREFUSED);
+    cr_assert_eq(code, 0);
+    cr_assert(err[0] != '\0');
+    upstream_free(up);
+    sbuf_free(&resp);
 }
