@@ -93,6 +93,7 @@ static cJSON *get_json(struct discovery *d, const char *path, long *code, long t
     CURL *e = curl_easy_init();
     struct curl_slist *h = NULL;
     struct body b = {0};
+    struct upstream_call call;
     cJSON *j = NULL;
     CURLcode rc;
 
@@ -101,7 +102,9 @@ static cJSON *get_json(struct discovery *d, const char *path, long *code, long t
         return NULL;
     }
     h = curl_slist_append(h, "Accept: application/json");
-    upstream_setup(d->up, e, path, &h);
+    if (upstream_begin(d->up, e, path, UPSTREAM_DECODE, &h, &call) != 0) {
+        goto out; /* no credential (the exec plugin failed): /readyz says why */
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, body_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &b);
@@ -112,12 +115,14 @@ static cJSON *get_json(struct discovery *d, const char *path, long *code, long t
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, d);
     rc = curl_easy_perform(e);
-    if (rc == CURLE_OK) {
-        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-        if (*code == 200 && b.data) {
-            j = cJSON_ParseWithLength(b.data, b.len);
-        }
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
+    upstream_done(d->up, &call, rc, *code); /* a 401 makes an exec credential stale */
+    if (rc != CURLE_OK) {
+        *code = 0;
+    } else if (*code == 200 && b.data) {
+        j = cJSON_ParseWithLength(b.data, b.len);
     }
+out:
     curl_slist_free_all(h);
     curl_easy_cleanup(e);
     free(b.data);

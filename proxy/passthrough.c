@@ -44,7 +44,7 @@
 #define PT_REQ_HEADER_MAX 8192        /* request header values above this are not forwarded */
 #define PT_POLL_MAX_MS 1000
 
-/* Request headers forwarded when present. Authorization never is: upstream_setup adds the
+/* Request headers forwarded when present. Authorization never is: upstream_begin adds the
  * proxy's own. Hop-by-hop headers (Connection, Keep-Alive, TE, Upgrade, ...) are absent. */
 static const char *const pt_req_headers[] = {
     "Accept",          "Accept-Encoding", "Accept-Language",   "Audit-ID",
@@ -84,9 +84,10 @@ struct xfer {
     CURL *e;       /* NULL once cleaned up */
     bool in_multi; /* e is in pt->multi, and the curl reference is held */
     struct curl_slist *req_hdrs;
-    char *body;                   /* request body copy; curl reads it while uploading */
-    char errbuf[CURL_ERROR_SIZE]; /* read by the MHD side only after `finished` */
-    struct xfer *prev, *next;     /* pt->active */
+    char *body;                /* request body copy; curl reads it while uploading */
+    struct upstream_call call; /* credential sent; call.errbuf is read by the MHD side
+                                * only after `finished` */
+    struct xfer *prev, *next;  /* pt->active */
 
     /* ---- written by the curl thread until headers_done, then immutable ----------------- */
     long code;
@@ -472,6 +473,7 @@ static void xfer_finish(struct passthrough *pt, struct xfer *t, CURLcode result,
     bool had_req;
     bool headers_done;
     bool was_in_multi = t->in_multi;
+    long code;
 
     if (t->in_multi) {
         curl_multi_remove_handle(pt->multi, t->e);
@@ -484,7 +486,7 @@ static void xfer_finish(struct passthrough *pt, struct xfer *t, CURLcode result,
     }
     if (result == CURLE_OK && !t->headers_done) {
         result = CURLE_GOT_NOTHING;
-        snprintf(t->errbuf, sizeof(t->errbuf), "no response headers");
+        snprintf(t->call.errbuf, sizeof(t->call.errbuf), "no response headers");
     }
     pthread_mutex_lock(&t->mtx);
     t->finished = true;
@@ -492,13 +494,17 @@ static void xfer_finish(struct passthrough *pt, struct xfer *t, CURLcode result,
     t->shutdown = shutdown;
     had_req = t->req != NULL;
     headers_done = t->headers_done;
+    code = headers_done ? t->code : 0;
     wake = xfer_take_wake(t);
     pthread_mutex_unlock(&t->mtx);
     if (wake) {
         http_resume(wake);
     }
+    if (was_in_multi && !shutdown) {
+        upstream_done(pt->up, &t->call, result, code); /* a 401 makes the credential stale */
+    }
     if (result != CURLE_OK && had_req && !shutdown) {
-        const char *msg = t->errbuf[0] ? t->errbuf : curl_easy_strerror(result);
+        const char *msg = t->call.errbuf[0] ? t->call.errbuf : curl_easy_strerror(result);
 
         if (!headers_done) {
             atomic_fetch_add_explicit(&pt->upstream_errors, 1, memory_order_relaxed);
@@ -533,7 +539,7 @@ static void xfer_run_ops(struct passthrough *pt, struct xfer *t, unsigned ops, b
         if (gone || stopping) {
             xfer_finish(pt, t, CURLE_ABORTED_BY_CALLBACK, stopping);
         } else if (curl_multi_add_handle(pt->multi, t->e) != CURLM_OK) {
-            snprintf(t->errbuf, sizeof(t->errbuf), "curl_multi_add_handle failed");
+            snprintf(t->call.errbuf, sizeof(t->call.errbuf), "curl_multi_add_handle failed");
             xfer_finish(pt, t, CURLE_FAILED_INIT, false);
         } else {
             xfer_ref(t); /* the curl reference, dropped in xfer_finish */
@@ -773,7 +779,7 @@ static void xfer_reply_unavailable(struct xfer *t, struct http_req *req, CURLcod
     } else if (peer_gone) {
         msg = "the client disconnected"; /* nobody reads it: the write fails, MHD ends it */
     } else {
-        msg = t->errbuf[0] ? t->errbuf : curl_easy_strerror(result);
+        msg = t->call.errbuf[0] ? t->call.errbuf : curl_easy_strerror(result);
     }
     kstatus_set(&st, 503, "ServiceUnavailable", "the upstream kube-apiserver is unavailable: %s",
                 msg);
@@ -929,8 +935,9 @@ static int xfer_copy_headers(struct xfer *t, struct http_req *req, bool *have_ct
     return slist_add(&t->req_hdrs, "Expect:");
 }
 
-/* Builds the easy handle for <req>. Returns 0, or -ENOMEM with t->e possibly set (freed with
- * the transfer). MHD thread, before the transfer is queued. */
+/* Builds the easy handle for <req>. Returns 0, -EACCES (no credential: the exec plugin failed)
+ * or -ENOMEM, with t->e possibly set (freed with the transfer). MHD thread, before the
+ * transfer is queued; may wait for an exec plugin run (upstream_begin). */
 static int xfer_setup(struct xfer *t, struct http_req *req)
 {
     struct passthrough *pt = t->pt;
@@ -969,7 +976,9 @@ static int xfer_setup(struct xfer *t, struct http_req *req)
         }
         curl_easy_setopt(t->e, CURLOPT_CUSTOMREQUEST, method);
     }
-    if (upstream_setup(pt->up, t->e, target, &t->req_hdrs) != 0) {
+    /* the body passes untouched: the client's Accept-Encoding decides */
+    rc = upstream_begin(pt->up, t->e, target, 0, &t->req_hdrs, &t->call);
+    if (rc != 0) {
         goto out;
     }
     curl_easy_setopt(t->e, CURLOPT_HTTPHEADER, t->req_hdrs);
@@ -983,7 +992,6 @@ static int xfer_setup(struct xfer *t, struct http_req *req)
     curl_easy_setopt(t->e, CURLOPT_HTTP_VERSION,
                      pt->opts.http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(t->e, CURLOPT_HTTP_CONTENT_DECODING, 0L); /* gzip passes through */
-    curl_easy_setopt(t->e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(t->e, CURLOPT_PRIVATE, (char *)t);
     curl_easy_setopt(t->e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(t->e, CURLOPT_HEADERDATA, t);
@@ -1058,7 +1066,18 @@ void passthrough_forward(struct passthrough *pt, struct http_req *req)
         http_reply_status(req, &st);
         return;
     }
-    if (xfer_setup(t, req) != 0) {
+    rc = xfer_setup(t, req);
+    if (rc == -EACCES) {
+        /* the exec plugin gave no credential: /readyz and the log say why */
+        xfer_unref(t);
+        kstatus_set(&st, 503, "ServiceUnavailable",
+                    "the upstream kube-apiserver is unavailable: the proxy has no credentials "
+                    "for it (its exec plugin failed)");
+        st.retry_after = 1;
+        http_reply_status(req, &st);
+        return;
+    }
+    if (rc != 0) {
         xfer_unref(t);
         kstatus_set(&st, 500, "InternalError",
                     "Internal error occurred: cannot set up the upstream request");

@@ -85,12 +85,14 @@ void passthrough_free(struct passthrough *pt);
  * Forwards <req> upstream: same method, path and query, the request body, and an allowlist
  * of request headers (Accept, Accept-Encoding, Content-Type, User-Agent, Audit-ID,
  * Kubectl-Command, Kubectl-Session, If-None-Match, ...); never Authorization (the proxy uses
- * its own credentials from upstream_setup) or hop-by-hop headers. Takes the request over
+ * its own credentials from upstream_begin) or hop-by-hop headers. Takes the request over
  * (http_req_take_over) and suspends it until the upstream answers; the request then gets the
  * upstream status, its body streamed, and the copied headers (Content-Type, Content-Encoding,
  * Retry-After, Warning, Audit-Id, X-Kubernetes-Pf-*, Location, Vary, ETag, Cache-Control,
  * Expires, Last-Modified). An upstream that cannot be reached gets a 503 ServiceUnavailable
- * Status; too many transfers in flight a 429 TooManyRequests Status.
+ * Status, and so does a request for which the exec plugin gave no credential; too many
+ * transfers in flight a 429 TooManyRequests Status. Each outcome goes to upstream_done (a 401
+ * makes the credential stale).
  * Called from the app's handle function on an MHD thread; the handler must not reply or touch
  * <req> afterwards. No lock held.
  */

@@ -28,13 +28,17 @@
 #include <curl/curl.h>
 
 #include "cache/bug.h"
+#include "cache/gotext.h"
 #include "cache/resource.h"
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/config.h"
 #include "proxy/discovery.h"
+#include "proxy/execcred.h"
 #include "proxy/handlers.h"
 #include "proxy/http_server.h"
 #include "proxy/k8s_path.h"
+#include "proxy/kubeconfig.h"
 #include "proxy/log.h"
 #include "proxy/metrics.h"
 #include "proxy/passthrough.h"
@@ -45,11 +49,13 @@
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
 #define PROXY_MAX_RESOURCES 1024
 #define PROXY_MAX_FLAGS 64 /* the proxy's flags, the upstream flags and a command's own */
+#define PROXY_WHY_MAX 1024 /* a /readyz reason */
 
 struct proxy_opts {
     const char *listen;
     const char *upstream;
     const char *kubeconfig;
+    const char *context;
     const char *token;
     const char *token_file;
     const char *ca_file;
@@ -189,10 +195,16 @@ static int reg_add_spec(struct proxy *p, const char *spec)
 
 /* ---- health ---------------------------------------------------------------------------- */
 
+/* Ready: the upstream takes kwp's credentials, discovery is loaded, the upstream answers,
+ * every cached resource is synced with its upstream watch open. The first that fails is the
+ * reason (a credential or TLS problem first: it explains the others). */
 static bool ready(struct proxy *p, char *why, size_t why_len)
 {
     size_t n = registry_len(p->reg);
 
+    if (upstream_problem(p->up, why, why_len)) {
+        return false;
+    }
     if (!discovery_is_loaded(p->disc)) {
         snprintf(why, why_len, "upstream discovery not loaded");
         return false;
@@ -245,7 +257,7 @@ static void proxy_handle(void *app, struct http_req *req)
     struct k8s_path kp;
     struct apires *ar;
     enum handlers_why cause;
-    char why[256];
+    char why[PROXY_WHY_MAX];
 
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
         http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
@@ -255,9 +267,10 @@ static void proxy_handle(void *app, struct http_req *req)
         if (ready(p, why, sizeof(why))) {
             http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
         } else {
-            char msg[300];
+            char msg[PROXY_WHY_MAX + 16];
             int n = snprintf(msg, sizeof(msg), "not ready: %s\n", why);
-            http_reply(req, 503, "text/plain; charset=utf-8", msg, (size_t)n);
+            http_reply(req, 503, "text/plain; charset=utf-8", msg,
+                       n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
         }
         return;
     }
@@ -348,11 +361,22 @@ static void proxy_stop(struct proxy *p)
     free(p);
 }
 
-static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstream_url, char *err,
+/* <s> as a JSON string literal for a log value, cut to <cap>. */
+static void quote(const char *s, char *out, size_t cap)
+{
+    struct sbuf sb;
+
+    sbuf_init_fixed(&sb, out, cap);
+    gotext_json_quote(&sb, s, strlen(s));
+}
+
+/* Starts the proxy in front of <up> (taken over, also on error). */
+static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up, char *err,
                                  size_t err_len)
 {
     struct proxy *p = xcalloc(1, sizeof(*p));
-    struct upstream_opts uo = {0};
+    const char *up_url = upstream_url(up);
+    char why[PROXY_WHY_MAX], q[PROXY_WHY_MAX + 64];
     struct reflector_opts ro = {0};
     struct passthrough_opts po = {.stall_timeout_s = (unsigned)((o->watch_stall_ms + 999) / 1000)};
     struct http_server_opts hso = {0};
@@ -360,17 +384,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     p->o = *o;
     pthread_mutex_init(&p->add_lock, NULL);
     p->reg = registry_new(PROXY_MAX_RESOURCES);
-    uo.url = upstream_url;
-    uo.token = o->token;
-    uo.token_file = o->token_file;
-    uo.ca_file = o->ca_file;
-    uo.client_cert = o->client_cert;
-    uo.client_key = o->client_key;
-    uo.insecure = o->insecure;
-    p->up = upstream_new(&uo, err, err_len);
-    if (!p->up) {
-        goto fail;
-    }
+    p->up = up;
     p->disc = discovery_new(p->up, o->probe_interval_ms);
     ro.page_size = o->page_size;
     ro.max_line_bytes = (size_t)o->max_line;
@@ -391,13 +405,19 @@ static struct proxy *proxy_start(const struct proxy_opts *o, const char *upstrea
     p->hopts.watch_max_lag_ms = o->watch_max_lag_ms;
     p->hopts.local_too_large = strcmp(o->too_large_rv, "local") == 0;
     if (discovery_load(p->disc, PROXY_START_TIMEOUT_MS) == 0) {
-        log_info("proxy", "upstream=%s resources=%zu msg=\"upstream discovery loaded\"",
-                 upstream_url, discovery_len(p->disc));
+        log_info("proxy", "upstream=%s resources=%zu msg=\"upstream discovery loaded\"", up_url,
+                 discovery_len(p->disc));
+    } else if (upstream_problem(up, why, sizeof(why))) {
+        quote(why, q, sizeof(q));
+        log_warn("proxy",
+                 "upstream=%s err=%s msg=\"upstream refuses kwp at start; serving what can be "
+                 "served and retrying\"",
+                 up_url, q);
     } else {
         log_warn("proxy",
                  "upstream=%s msg=\"upstream unreachable at start; serving what can be "
                  "served and retrying\"",
-                 upstream_url);
+                 up_url);
     }
     for (size_t i = 0; i < o->resources.len; i++) {
         if (reg_add_spec(p, o->resources.items[i]) != 0) {
@@ -427,61 +447,140 @@ fail:
     return NULL;
 }
 
-/* The upstream resolution order of DESIGN.md. Returns the URL to use, or NULL when none was
- * found (then the embedded upstream is started). */
-static const char *resolve_upstream(const struct proxy_opts *o, char *err, size_t err_len,
-                                    bool *fatal)
+static bool is_set(const char *s)
 {
-    const char *kc = o->kubeconfig ? o->kubeconfig : getenv("KUBECONFIG");
-    const char *home = getenv("HOME");
-    char msg[200];
-    char path[256];
-    struct stat st;
+    return s && s[0];
+}
 
-    *fatal = false;
-    if (o->upstream && o->upstream[0]) {
-        return o->upstream;
+/* The credential flags, when given, override what a kubeconfig or the service account says
+ * (kubectl's --token, --certificate-authority, ... do the same). */
+static void flags_override(struct upstream_opts *uo, const struct proxy_opts *o)
+{
+    if (is_set(o->token)) {
+        uo->token = o->token;
+        uo->token_file = NULL;
     }
-    if (kc && kc[0]) {
-        snprintf(err, err_len,
-                 "kubeconfig %s: reading kubeconfig files is not supported yet; pass --upstream "
-                 "URL with --token/--ca-file/--client-cert",
-                 kc);
-        *fatal = true;
-        return NULL;
+    if (is_set(o->token_file)) {
+        uo->token_file = o->token_file;
     }
-    if (getenv("KUBERNETES_SERVICE_HOST") && getenv("KUBERNETES_SERVICE_PORT")) {
-        static char url[300];
-        snprintf(url, sizeof(url), "https://%s:%s", getenv("KUBERNETES_SERVICE_HOST"),
-                 getenv("KUBERNETES_SERVICE_PORT"));
-        return url;
+    if (is_set(o->ca_file)) {
+        uo->ca_file = o->ca_file;
+        uo->ca_data = NULL;
     }
-    if (home && strlen(home) < sizeof(path) - 16) {
-        snprintf(path, sizeof(path), "%s/.kube/config", home);
-        if (stat(path, &st) == 0) {
-            snprintf(msg, sizeof(msg), "%.150s", path);
-            snprintf(err, err_len,
-                     "found %s but reading kubeconfig files is not supported yet; pass "
-                     "--upstream URL",
-                     msg);
-            *fatal = true;
+    if (is_set(o->client_cert)) {
+        uo->client_cert = o->client_cert;
+        uo->client_cert_data = NULL;
+    }
+    if (is_set(o->client_key)) {
+        uo->client_key = o->client_key;
+        uo->client_key_data = NULL;
+    }
+    if (o->insecure) {
+        uo->insecure = true;
+    }
+}
+
+/* The upstream of kubeconfig target <t> with the flag overrides; an exec user gets its
+ * credential cache here (nothing runs yet). NULL with a message in <err>. */
+static struct upstream *upstream_of_target(const struct proxy_opts *o,
+                                           const struct kubeconfig_target *t, char *err,
+                                           size_t err_len)
+{
+    struct upstream_opts uo;
+    struct upstream *up;
+
+    upstream_opts_from_target(&uo, t);
+    flags_override(&uo, o);
+    if (t->exec) {
+        uo.exec = execcred_new(t, NULL, err, err_len);
+        if (!uo.exec) {
             return NULL;
         }
     }
-    return NULL;
+    up = upstream_new(&uo, err, err_len);
+    if (!up) {
+        execcred_free(uo.exec);
+    }
+    return up;
+}
+
+/*
+ * The upstream, in README's order: --upstream URL (with the credential flags), --kubeconfig
+ * PATH (wins over $KUBECONFIG, as in kubectl), the $KUBECONFIG list merged as kubectl merges
+ * it, the in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, its token re-read as the
+ * kubelet rotates it, its CA), ~/.kube/config. Returns 0 and the upstream in *<out>, or 0 and
+ * NULL when none of them is there (the embedded upstream then), or -errno with a message that
+ * says what to fix in <err> (an unreadable or invalid kubeconfig, an unknown --context, an
+ * auth-provider user, a missing service account token, ...).
+ */
+static int resolve_upstream(const struct proxy_opts *o, struct upstream **out, char *err,
+                            size_t err_len)
+{
+    struct kubeconfig_load_opts lo = {0};
+    struct kubeconfig_target *t = NULL;
+    const char *env = getenv("KUBECONFIG");
+    const char *home = getenv("HOME");
+    bool in_cluster;
+    char path[4096];
+    struct stat st;
+    int rc;
+
+    *out = NULL;
+    if (is_set(o->upstream)) {
+        struct upstream_opts uo = {.url = o->upstream};
+
+        flags_override(&uo, o);
+        *out = upstream_new(&uo, err, err_len);
+        return *out ? 0 : -EINVAL;
+    }
+    lo.service_host = getenv("KUBERNETES_SERVICE_HOST");
+    lo.service_port = getenv("KUBERNETES_SERVICE_PORT");
+    in_cluster = is_set(lo.service_host) && is_set(lo.service_port);
+    snprintf(path, sizeof(path), "%s/.kube/config", is_set(home) ? home : "");
+    if (!is_set(o->kubeconfig) && !is_set(env) && !is_set(o->context) && !in_cluster &&
+        (!is_set(home) || stat(path, &st) == -1)) {
+        return 0;
+    }
+    lo.path = o->kubeconfig;
+    lo.env_list = env;
+    lo.home = in_cluster ? NULL : home; /* the service account goes before ~/.kube/config */
+    lo.context = o->context;
+    lo.incluster_root = getenv("KWP_INCLUSTER_ROOT"); /* tests: a fake /var/run/secrets */
+    rc = kubeconfig_target_load(&lo, &t, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    if (t->warning) {
+        char q[1024];
+
+        quote(t->warning, q, sizeof(q));
+        log_warn("proxy", "source=%s msg=%s", t->source, q);
+    }
+    if (t->context) {
+        log_info("proxy",
+                 "kubeconfig=%s context=%s cluster=%s user=%s upstream=%s msg=\"using the "
+                 "kubeconfig\"",
+                 t->source, t->context, t->cluster ? t->cluster : "", t->user ? t->user : "",
+                 t->server);
+    } else {
+        log_info("proxy", "upstream=%s msg=\"using the in-cluster service account\"", t->server);
+    }
+    *out = upstream_of_target(o, t, err, err_len);
+    rc = *out ? 0 : -EINVAL;
+    kubeconfig_target_free(t);
+    return rc;
 }
 
 static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
 {
-    char err[512];
-    const char *url;
-    bool fatal = false;
+    char err[2048];
+    const char *url = NULL;
     const struct proxy_embedded *emb = &cmd->embedded;
     bool embedded = false;
+    struct upstream *up = NULL;
     struct proxy *p;
     sigset_t set;
     int sig = 0;
-    bool in_cluster = false;
 
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -490,29 +589,22 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
-    url = cmd->embedded_only ? NULL : resolve_upstream(o, err, sizeof(err), &fatal);
-    if (fatal) {
+    if (!cmd->embedded_only && resolve_upstream(o, &up, err, sizeof(err)) != 0) {
         fprintf(stderr, "kwp proxy: %s\n", err);
         curl_global_cleanup();
         return 1;
     }
-    if (!cmd->embedded_only && url && !o->upstream && getenv("KUBERNETES_SERVICE_HOST")) {
-        in_cluster = true;
-        if (!o->token_file) {
-            o->token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-        }
-        if (!o->ca_file) {
-            o->ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
-        }
-    }
-    if (!url && !emb->start) {
+    if (!up && !emb->start) {
         fprintf(stderr, "kwp proxy: no upstream configured: pass --upstream URL\n");
         curl_global_cleanup();
         return 1;
     }
-    if (!url) {
-        url = emb->start(emb->ctx, o->bookmark_interval_ms, o->watch_max_lag_ms, err, sizeof(err));
-        if (!url) {
+    if (!up) {
+        struct upstream_opts uo = {0};
+
+        uo.url =
+            emb->start(emb->ctx, o->bookmark_interval_ms, o->watch_max_lag_ms, err, sizeof(err));
+        if (!uo.url) {
             fprintf(stderr, "kwp: cannot start the embedded %s: %s\n", emb->name, err);
             curl_global_cleanup();
             return 1;
@@ -521,11 +613,12 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
         log_info("proxy",
                  "upstream=%s msg=\"no upstream configured: started the embedded "
                  "%s\"",
-                 url, emb->name);
-    } else if (in_cluster) {
-        log_info("proxy", "upstream=%s msg=\"using the in-cluster service account\"", url);
+                 uo.url, emb->name);
+        up = upstream_new(&uo, err, sizeof(err));
+        BUG_ON(!up); /* the embedded upstream's URL is http://HOST:PORT */
     }
-    p = proxy_start(o, url, err, sizeof(err));
+    url = upstream_url(up);
+    p = proxy_start(o, up, err, sizeof(err));
     if (!p) {
         fprintf(stderr, "kwp proxy: %s\n", err);
         if (embedded) {
@@ -622,7 +715,9 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
         {"kubeconfig", CFG_STR, &o.kubeconfig, 0, 0,
-         "kubeconfig file (not supported yet: use --upstream)"},
+         "kubeconfig file (wins over $KUBECONFIG; the credential flags override it)"},
+        {"context", CFG_STR, &o.context, 0, 0,
+         "kubeconfig context to use (default: its current-context)"},
         {"token", CFG_STR, &o.token, 0, 0, "bearer token for the upstream"},
         {"token-file", CFG_STR, &o.token_file, 0, 0,
          "file holding the bearer token (re-read when it changes)"},

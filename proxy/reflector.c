@@ -10,6 +10,10 @@
  * repeat). Backoff doubles from backoff_min to backoff_max with jitter; a watch that stayed
  * open backoff_reset_ms forgets the failures (client-go's DelayWithReset).
  *
+ * Every request takes its credentials from upstream_begin and hands its outcome to
+ * upstream_done (a 401 makes an exec credential stale, so the next request of any resource
+ * runs the plugin once; a plugin that fails is a retry after backoff).
+ *
  * Threads: all on the reflector thread (curl callbacks too) but reflector_add/all_synced/free;
  * one lock, <qlock>, for the add queue; none is held while logging or calling curl.
  */
@@ -59,10 +63,11 @@ enum rsync_verdict {
 /* One resource being synced. All fields: reflector thread only (after the add queue). */
 struct rsync {
     struct reflector *r;
-    struct apires *ar;       /* lent by reflector_add's caller */
-    char *path;              /* /api/v1/pods or /apis/g/v/plural */
-    CURL *easy;              /* reused for every request of this resource */
-    struct curl_slist *hdrs; /* of the running transfer */
+    struct apires *ar;         /* lent by reflector_add's caller */
+    char *path;                /* /api/v1/pods or /apis/g/v/plural */
+    CURL *easy;                /* reused for every request of this resource */
+    struct curl_slist *hdrs;   /* of the running transfer */
+    struct upstream_call call; /* of the running transfer: its credential, curl's error */
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
     int64_t due_ms;
@@ -549,7 +554,7 @@ static int rsync_start(struct rsync *s, int64_t now)
 
     curl_easy_reset(s->easy);
     s->hdrs = NULL;
-    rc = upstream_setup(r->up, s->easy, pq, &s->hdrs);
+    rc = upstream_begin(r->up, s->easy, pq, UPSTREAM_DECODE, &s->hdrs, &s->call);
     if (rc != 0) {
         goto out;
     }
@@ -664,7 +669,7 @@ static int list_page(struct rsync *s, const char **why)
 /* Why a transfer failed, quoted for a log line: curl's error, else the Status message. */
 static void transfer_error(const struct rsync *s, CURLcode cc, char *msg, size_t cap)
 {
-    const char *e = curl_easy_strerror(cc);
+    const char *e = s->call.errbuf[0] ? s->call.errbuf : curl_easy_strerror(cc);
     struct sbuf q;
 
     if (cc != CURLE_OK) {
@@ -761,6 +766,11 @@ static void rsync_done(struct rsync *s, CURLcode cc, int64_t now)
     curl_multi_remove_handle(s->r->multi, s->easy);
     curl_slist_free_all(s->hdrs);
     s->hdrs = NULL;
+    if (s->http_code == 0) {
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->http_code);
+    }
+    /* a 401 makes the exec credential stale: the next request (any resource's) gets a new one */
+    upstream_done(s->r->up, &s->call, cc, s->http_code);
     if (s->state == RSYNC_LISTING) {
         list_done(s, cc, now);
     } else {
@@ -793,8 +803,15 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
     int64_t wait = REFLECTOR_POLL_MS;
 
     for (struct rsync *s = r->syncs; s != NULL; s = s->next) {
-        if (s->state == RSYNC_IDLE && s->due_ms <= now && rsync_start(s, now) != 0) {
-            rsync_retry(s, s->next_is_watch, now, "request setup", 0, "\"out of memory\"");
+        if (s->state == RSYNC_IDLE && s->due_ms <= now) {
+            int rc = rsync_start(s, now);
+
+            if (rc == -EACCES) {
+                /* no credential (the exec plugin failed): execcred logged why */
+                rsync_retry(s, s->next_is_watch, now, NULL, 0, NULL);
+            } else if (rc != 0) {
+                rsync_retry(s, s->next_is_watch, now, "request setup", 0, "\"out of memory\"");
+            }
         }
         if (s->state == RSYNC_WATCHING) {
             if (s->watch_open_ms != 0 && now - s->watch_open_ms >= r->o.backoff_reset_ms) {
