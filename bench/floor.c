@@ -58,19 +58,19 @@
 #define FLOOR_EPOLL_BATCH 512
 #define FLOOR_ACCEPT_BATCH 256 /* accepts per listener wake (level-triggered: the rest later) */
 #define FLOOR_MAX_THREADS 64
-#define FLOOR_RING_MAX (1u << 22)          /* events */
-#define FLOOR_RING_BYTES_MAX (4ULL << 30)  /* ring memory */
-#define FLOOR_EVENT_MAX (1u << 20)         /* one frame */
-#define FLOOR_TICK_MAX_NS 100000000LL      /* producer and workers look at the stop flag this often */
-#define FLOOR_NAMES 100                    /* objects named floor-0 .. floor-99, like a 100-pod sim */
+#define FLOOR_RING_MAX (1u << 22)         /* events */
+#define FLOOR_RING_BYTES_MAX (4ULL << 30) /* ring memory */
+#define FLOOR_EVENT_MAX (1u << 20)        /* one frame */
+#define FLOOR_TICK_MAX_NS 100000000LL /* producer and workers look at the stop flag this often */
+#define FLOOR_NAMES 100               /* objects named floor-0 .. floor-99, like a 100-pod sim */
 #define NS_PER_S 1000000000LL
 #define SINK_RBUF (256 * 1024) /* one read() per ready socket, as kwp load does */
 
 _Static_assert(FLOOR_IOV <= IOV_MAX, "one writev takes at most IOV_MAX pieces");
 
-#define FRAME_HEAD                                                                                \
-    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"    \
-    "\"name\":\"floor-%u\",\"namespace\":\"default\",\"resourceVersion\":\"%llu\","               \
+#define FRAME_HEAD                                                                                 \
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"     \
+    "\"name\":\"floor-%u\",\"namespace\":\"default\",\"resourceVersion\":\"%llu\","                \
     "\"annotations\":{\"kwp.io/stamp-ns\":\"%lld\",\"kwp.io/pad\":\""
 #define FRAME_TAIL "\"}}}}\n"
 
@@ -90,11 +90,11 @@ enum conn_state { CONN_HEAD = 0, CONN_STREAM };
 
 struct opts {
     unsigned port;
-    long rate;          /* events per second */
-    long event_bytes;   /* one frame, "\n" included */
-    long ring;          /* events, rounded up to a power of two */
+    long rate;        /* events per second */
+    long event_bytes; /* one frame, "\n" included */
+    long ring;        /* events, rounded up to a power of two */
     long threads;
-    long max_conns;     /* per process */
+    long max_conns; /* per process */
     int64_t duration_ns;
     bool coalesce;      /* one iovec for frames adjacent in the ring (default: one per frame) */
     long batch_ms;      /* a worker's passes start at least this far apart (0 = on every wake) */
@@ -106,9 +106,9 @@ struct opts {
 
 /* The frames, back to back. Written by the producer only; read by the workers' writev. */
 struct ring {
-    char *buf;             /* cap * frame_len bytes */
+    char *buf; /* cap * frame_len bytes */
     size_t frame_len;
-    uint64_t cap;          /* events, a power of two */
+    uint64_t cap; /* events, a power of two */
     uint64_t mask;
     uint64_t window;       /* how far behind the head a reader may be: cap - cap / 4 */
     _Atomic uint64_t head; /* frames [0, head) are published (release/acquire) */
@@ -116,17 +116,17 @@ struct ring {
 
 struct conn {
     int fd;
-    uint32_t pos;       /* index in worker.conns */
-    uint8_t state;      /* enum conn_state */
-    bool blocked;       /* the socket's buffer is full: wait for EPOLLOUT */
+    uint32_t pos;  /* index in worker.conns */
+    uint8_t state; /* enum conn_state */
+    bool blocked;  /* the socket's buffer is full: wait for EPOLLOUT */
     uint8_t ck_hdr_len;
-    char ck_hdr[16];    /* "%zx\r\n" of the chunk in progress */
-    char *head;         /* request head while CONN_HEAD, else NULL */
+    char ck_hdr[16]; /* "%zx\r\n" of the chunk in progress */
+    char *head;      /* request head while CONN_HEAD, else NULL */
     size_t head_len, head_cap;
-    size_t resp_off;    /* bytes of RESP_200 already sent */
-    uint64_t next_seq;  /* first frame not yet sent whole; the chunk in progress starts here */
-    uint32_t ck_n;      /* frames in the chunk in progress, 0 = none */
-    size_t ck_total;    /* its bytes: header + frames + CRLF */
+    size_t resp_off;   /* bytes of RESP_200 already sent */
+    uint64_t next_seq; /* first frame not yet sent whole; the chunk in progress starts here */
+    uint32_t ck_n;     /* frames in the chunk in progress, 0 = none */
+    size_t ck_total;   /* its bytes: header + frames + CRLF */
     size_t ck_sent;
 };
 
@@ -139,8 +139,8 @@ struct worker {
     struct floor *f;
     pthread_t thread;
     int ep;
-    int lfd;            /* this worker's SO_REUSEPORT listener */
-    int efd;            /* the producer's wake */
+    int lfd; /* this worker's SO_REUSEPORT listener */
+    int efd; /* the producer's wake */
     struct conn **conns;
     size_t n_conns, max_conns;
     struct worker_stats st;
@@ -152,8 +152,8 @@ struct floor {
     struct ring ring;
     struct worker *workers;
     atomic_bool stop;
-    uint64_t produced;       /* producer thread only; read after join */
-    uint64_t behind_max_ns;  /* producer: largest lateness of a tick */
+    uint64_t produced;      /* producer thread only; read after join */
+    uint64_t behind_max_ns; /* producer: largest lateness of a tick */
     uint64_t eventfd_writes;
     double producer_cpu_s;
 };
@@ -354,7 +354,8 @@ static int conn_flush(struct worker *w, struct conn *c)
         c->ck_total = c->ck_hdr_len + (size_t)c->ck_n * r->frame_len + 2;
     }
     if (c->resp_off < sizeof(RESP_200) - 1) {
-        iov[n++] = (struct iovec){(char *)RESP_200 + c->resp_off, sizeof(RESP_200) - 1 - c->resp_off};
+        iov[n++] =
+            (struct iovec){(char *)RESP_200 + c->resp_off, sizeof(RESP_200) - 1 - c->resp_off};
     }
     if (c->ck_n > 0) {
         n += chunk_iov(f, c, iov + n);
@@ -757,7 +758,8 @@ static int sink_run(const struct opts *o)
     char req[160];
     int req_len = snprintf(req, sizeof(req),
                            "GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
-                           "User-Agent: kwp-bench-floor-sink\r\n\r\n", o->sink_port);
+                           "User-Agent: kwp-bench-floor-sink\r\n\r\n",
+                           o->sink_port);
     int *fds = xcalloc((size_t)o->conns, sizeof(*fds));
     char *buf = xcalloc(1, SINK_RBUF);
     char *last = xcalloc((size_t)o->conns, 1); /* each stream's last byte: a '\n' cut off a '{' */
@@ -827,7 +829,8 @@ static int sink_run(const struct opts *o)
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
     {
         double secs = (double)(clock_ns(CLOCK_MONOTONIC) - t_start) / 1e9;
-        double cpu = (double)(cpu1.tv_sec - cpu0.tv_sec) + (double)(cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+        double cpu =
+            (double)(cpu1.tv_sec - cpu0.tv_sec) + (double)(cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
 
         printf("sink: %ld streams (%llu closed), %.1f s measured: %.0f frames/s, %.1f MB/s read, "
                "%.2f CPU s (%.0f %% of a core)\n",
@@ -852,25 +855,26 @@ out:
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: kwp_bench_floor [--port N] [--rate N] [--event-bytes N] [--ring N]\n"
-            "         [--threads N] [--max-conns N] [--duration D] [--coalesce] [--batch-ms N]\n"
-            "The cheapest watch server: GET /api/v1/pods?watch=true on 127.0.0.1 gets a chunked\n"
-            "stream of MODIFIED pod frames of --event-bytes (default 1024), --rate per second\n"
-            "(default 100), stamped with kwp.io/stamp-ns for `kwp load`; anything else gets 404.\n"
-            "  --ring N       frames kept (default 65536, a power of two); a stream further behind\n"
-            "                 than 3/4 of it is closed\n"
-            "  --threads N    epoll workers (default 1), each with a SO_REUSEPORT listener\n"
-            "  --max-conns N  connections per worker (default 30000)\n"
-            "  --duration D   run time: 16s, 500ms, 2m (default 600s); SIGTERM ends it sooner\n"
-            "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n"
-            "  --batch-ms N   start a worker's passes at least N ms apart (default 0: on every\n"
-            "                 wake): more frames per writev, up to N ms more delay\n"
-            "Client mode, to bound what a client can take in (no parsing, no latency):\n"
-            "  --sink http://127.0.0.1:PORT --conns N [--warmup D] [--duration D]\n"
-            "                 hold N watches (default 1000), read and drop; after every stream is\n"
-            "                 open and --warmup (default 1s), count frames and bytes for --duration\n"
-            "                 (default 10s) and print them\n");
+    fprintf(
+        out,
+        "usage: kwp_bench_floor [--port N] [--rate N] [--event-bytes N] [--ring N]\n"
+        "         [--threads N] [--max-conns N] [--duration D] [--coalesce] [--batch-ms N]\n"
+        "The cheapest watch server: GET /api/v1/pods?watch=true on 127.0.0.1 gets a chunked\n"
+        "stream of MODIFIED pod frames of --event-bytes (default 1024), --rate per second\n"
+        "(default 100), stamped with kwp.io/stamp-ns for `kwp load`; anything else gets 404.\n"
+        "  --ring N       frames kept (default 65536, a power of two); a stream further behind\n"
+        "                 than 3/4 of it is closed\n"
+        "  --threads N    epoll workers (default 1), each with a SO_REUSEPORT listener\n"
+        "  --max-conns N  connections per worker (default 30000)\n"
+        "  --duration D   run time: 16s, 500ms, 2m (default 600s); SIGTERM ends it sooner\n"
+        "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n"
+        "  --batch-ms N   start a worker's passes at least N ms apart (default 0: on every\n"
+        "                 wake): more frames per writev, up to N ms more delay\n"
+        "Client mode, to bound what a client can take in (no parsing, no latency):\n"
+        "  --sink http://127.0.0.1:PORT --conns N [--warmup D] [--duration D]\n"
+        "                 hold N watches (default 1000), read and drop; after every stream is\n"
+        "                 open and --warmup (default 1s), count frames and bytes for --duration\n"
+        "                 (default 10s) and print them\n");
 }
 
 /* "16s", "500ms", "2m" or plain seconds. */
@@ -957,7 +961,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
             rc = parse_long(v, 1, 1000000, &o->conns);
         } else if (strcmp(a, "--sink") == 0) {
             rc = strncmp(v, "http://127.0.0.1:", 17) == 0 ? parse_long(v + 17, 1, 65535, &port)
-                                                            : -EINVAL;
+                                                          : -EINVAL;
             o->sink_port = (unsigned)port;
         }
         if (rc != 0) {
@@ -1034,17 +1038,21 @@ static void report(const struct floor *f, double wall_s)
             (unsigned long long)t.refused, (unsigned long long)t.streams,
             (unsigned long long)t.not_found, (unsigned long long)t.dropped_head,
             (unsigned long long)t.closed_peer, (unsigned long long)t.closed_error,
-            (unsigned long long)t.lagging, (unsigned long long)t.torn,
-            (unsigned long long)t.frames, (unsigned long long)t.writevs,
-            t.writevs ? (double)t.frames / (double)t.writevs : 0.0,
-            (unsigned long long)t.short_writes, (double)t.bytes / 1e6,
-            (unsigned long long)t.wakes, (unsigned long long)t.passes);
+            (unsigned long long)t.lagging, (unsigned long long)t.torn, (unsigned long long)t.frames,
+            (unsigned long long)t.writevs, t.writevs ? (double)t.frames / (double)t.writevs : 0.0,
+            (unsigned long long)t.short_writes, (double)t.bytes / 1e6, (unsigned long long)t.wakes,
+            (unsigned long long)t.passes);
 }
 
 int main(int argc, char **argv)
 {
-    struct floor f = {.o = {.rate = 100, .event_bytes = 1024, .ring = 65536, .threads = 1,
-                            .max_conns = 30000, .duration_ns = 600 * NS_PER_S, .conns = 1000,
+    struct floor f = {.o = {.rate = 100,
+                            .event_bytes = 1024,
+                            .ring = 65536,
+                            .threads = 1,
+                            .max_conns = 30000,
+                            .duration_ns = 600 * NS_PER_S,
+                            .conns = 1000,
                             .warmup_ns = NS_PER_S}};
     struct sigaction sa = {.sa_handler = on_signal};
     struct rlimit rl;
@@ -1087,7 +1095,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     t0 = clock_ns(CLOCK_MONOTONIC);
     for (; started < f.o.threads; started++) {
-        if (pthread_create(&f.workers[started].thread, NULL, worker_main, &f.workers[started]) != 0) {
+        if (pthread_create(&f.workers[started].thread, NULL, worker_main, &f.workers[started]) !=
+            0) {
             atomic_store(&f.stop, true);
             goto join;
         }

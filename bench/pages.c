@@ -39,9 +39,9 @@
 
 #define READY_MS 300000 /* a 100k-object simulator seeds for ~10 s on a busy 2-core box */
 #define STOP_MS 10000
-#define HEAD_CAP 4096     /* the body's first bytes kept: the list metadata comes first */
+#define HEAD_CAP 4096      /* the body's first bytes kept: the list metadata comes first */
 #define METRICS_CAP 262144 /* /metrics is kept whole */
-#define MAX_PAGES 100000  /* bound on one pagination pass */
+#define MAX_PAGES 100000   /* bound on one pagination pass */
 #define MAX_SAMPLES 1000000
 
 struct opts {
@@ -206,8 +206,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ctx)
  * GETs <url> on <h>'s kept-alive connection, keeping the body's first <cap> bytes in <buf>
  * (cap + 1 bytes); returns the status or -1, and the time.
  */
-static long get_into(CURL *h, const char *url, struct body *b, char *buf, size_t cap,
-                     int64_t *us)
+static long get_into(CURL *h, const char *url, struct body *b, char *buf, size_t cap, int64_t *us)
 {
     long code = -1;
     int64_t t0;
@@ -319,8 +318,7 @@ static int paginate(CURL *h, const char *base, const struct opts *o, struct resu
         if (pages == 0) {
             snprintf(url, sizeof(url), "%s/api/v1/pods?limit=%ld", base, o->limit);
         } else {
-            snprintf(url, sizeof(url), "%s/api/v1/pods?limit=%ld&continue=%s", base, o->limit,
-                     tok);
+            snprintf(url, sizeof(url), "%s/api/v1/pods?limit=%ld&continue=%s", base, o->limit, tok);
         }
         code = get(h, url, &b, &us);
         if (code != 200) {
@@ -351,8 +349,7 @@ static int paginate(CURL *h, const char *base, const struct opts *o, struct resu
         nap_ms(o->gap_ms); /* writes land here */
     }
     if (pages != expect_pages) {
-        fprintf(stderr, "bench: %ld pages, remainingItemCount promised %ld\n", pages,
-                expect_pages);
+        fprintf(stderr, "bench: %ld pages, remainingItemCount promised %ld\n", pages, expect_pages);
         return -1;
     }
     return 0;
@@ -415,17 +412,18 @@ static int run(const struct opts *o, long objects, size_t n_bins)
     snprintf(s_bytes, sizeof(s_bytes), "%ld", o->object_bytes);
     snprintf(s_ns, sizeof(s_ns), "%ld", o->namespaces);
     {
-        char *argv[] = {(char *)o->kwp[0], "sim", "--listen", "127.0.0.1:0", "--objects", s_obj,
-                        "--namespaces", s_ns, "--churn", s_churn, "--object-bytes", s_bytes,
-                        "--compaction-interval", "0", NULL};
+        char *argv[] = {
+            (char *)o->kwp[0],       "sim", "--listen", "127.0.0.1:0", "--objects",      s_obj,
+            "--namespaces",          s_ns,  "--churn",  s_churn,       "--object-bytes", s_bytes,
+            "--compaction-interval", "0",   NULL};
 
         if (child_start(&sim, argv) != 0) {
             return -1;
         }
     }
     for (size_t k = 0; k < n_bins; k++) {
-        char *argv[] = {(char *)o->kwp[k], "proxy", "--listen", "127.0.0.1:0", "--upstream",
-                        sim.url, "--resources", "pods", NULL};
+        char *argv[] = {(char *)o->kwp[k], "proxy",       "--listen", "127.0.0.1:0", "--upstream",
+                        sim.url,           "--resources", "pods",     NULL};
         int64_t deadline = now_us() + (int64_t)READY_MS * 1000;
 
         if (child_start(&px[k], argv) != 0) {
@@ -474,9 +472,8 @@ static int run(const struct opts *o, long objects, size_t n_bins)
 
         printf("| %s | %ld/%ld | %zu | %.2f | %.2f | %.2f | %.0f | %.1f | %.0f | %.0f |\n",
                o->label[k], r->passes_ok, r->passes, r->next.n, pct(&r->next, 0.5),
-               pct(&r->next, 0.9), pct(&r->first, 0.5), pct(&r->mbs, 0.5),
-               pct(&r->full_ms, 0.5), rss_mb(px[k].pid),
-               metric(h[k], px[k].url, "kwp_history_events"));
+               pct(&r->next, 0.9), pct(&r->first, 0.5), pct(&r->mbs, 0.5), pct(&r->full_ms, 0.5),
+               rss_mb(px[k].pid), metric(h[k], px[k].url, "kwp_history_events"));
         if (r->passes_ok != r->passes) {
             rc = -1;
         }

@@ -201,8 +201,7 @@ static const char *shared_val(const char *val, const char *ns, const char *name,
 
 /* Bytes needed by the strings of <n> pairs that are not interned or shared; SIZE_MAX when a
  * key is NULL. Interns on the way (so blob_new's second pass finds them). */
-static size_t kv_strings_size(const struct blob_kv *kv, size_t n, const char *ns,
-                              const char *name)
+static size_t kv_strings_size(const struct blob_kv *kv, size_t n, const char *ns, const char *name)
 {
     size_t sum = 0;
 
@@ -411,8 +410,7 @@ static const struct kv_ref *refs_of(const struct blob *b)
 }
 
 /* Binary search over a key-sorted ref array (sorted once in blob_new). */
-static const char *kv_find(const struct blob *b, const struct kv_ref *kv, size_t n,
-                           const char *key)
+static const char *kv_find(const struct blob *b, const struct kv_ref *kv, size_t n, const char *key)
 {
     size_t lo = 0;
     size_t hi = n;

@@ -49,11 +49,11 @@ struct blob_kv {
 
 /* What the caller extracted from the JSON (proxy/kube_json does it), copied by blob_new. */
 struct blob_meta {
-    const char *ns;            /* metadata.namespace, "" or NULL when cluster-scoped */
-    const char *name;          /* metadata.name, required, non-empty */
-    const char *rv_str;        /* metadata.resourceVersion exactly as in the JSON */
-    size_t rv_off;             /* offset of the rv string's first byte inside data, or 0 */
-    size_t rv_len;             /* its length (0 when absent) */
+    const char *ns;               /* metadata.namespace, "" or NULL when cluster-scoped */
+    const char *name;             /* metadata.name, required, non-empty */
+    const char *rv_str;           /* metadata.resourceVersion exactly as in the JSON */
+    size_t rv_off;                /* offset of the rv string's first byte inside data, or 0 */
+    size_t rv_len;                /* its length (0 when absent) */
     const struct blob_kv *labels; /* metadata.labels, any order */
     size_t n_labels;
     const struct blob_kv *fields; /* selectable fields, any order */

@@ -225,8 +225,7 @@ bool gotext_is_print(uint32_t r)
         uint16_t rr = (uint16_t)r;
 
         i = bsearch16(is_print16, N_ELEMS(is_print16), rr);
-        if (i >= N_ELEMS(is_print16) || rr < is_print16[i & ~(size_t)1] ||
-            is_print16[i | 1] < rr) {
+        if (i >= N_ELEMS(is_print16) || rr < is_print16[i & ~(size_t)1] || is_print16[i | 1] < rr) {
             return false;
         }
         j = bsearch16(is_not_print16, N_ELEMS(is_not_print16), rr);
@@ -476,13 +475,27 @@ void gotext_json_quote(struct sbuf *sb, const char *s, size_t n)
             }
             sbuf_put(sb, s + start, i - start);
             switch (c) {
-            case '"': sbuf_put(sb, "\\\"", 2); break;
-            case '\\': sbuf_put(sb, "\\\\", 2); break;
-            case '\b': sbuf_put(sb, "\\b", 2); break;
-            case '\f': sbuf_put(sb, "\\f", 2); break;
-            case '\n': sbuf_put(sb, "\\n", 2); break;
-            case '\r': sbuf_put(sb, "\\r", 2); break;
-            case '\t': sbuf_put(sb, "\\t", 2); break;
+            case '"':
+                sbuf_put(sb, "\\\"", 2);
+                break;
+            case '\\':
+                sbuf_put(sb, "\\\\", 2);
+                break;
+            case '\b':
+                sbuf_put(sb, "\\b", 2);
+                break;
+            case '\f':
+                sbuf_put(sb, "\\f", 2);
+                break;
+            case '\n':
+                sbuf_put(sb, "\\n", 2);
+                break;
+            case '\r':
+                sbuf_put(sb, "\\r", 2);
+                break;
+            case '\t':
+                sbuf_put(sb, "\\t", 2);
+                break;
             default:
                 esc[4] = lowerhex[c >> 4];
                 esc[5] = lowerhex[c & 0xF];
@@ -547,13 +560,26 @@ size_t gotext_json_unescape(const char **pp, const char *end, char *out)
     }
     *pp += 2;
     switch (p[1]) {
-    case 'b': out[0] = '\b'; return 1;
-    case 'f': out[0] = '\f'; return 1;
-    case 'n': out[0] = '\n'; return 1;
-    case 'r': out[0] = '\r'; return 1;
-    case 't': out[0] = '\t'; return 1;
-    case 'u': break;
-    default: out[0] = p[1]; return 1;
+    case 'b':
+        out[0] = '\b';
+        return 1;
+    case 'f':
+        out[0] = '\f';
+        return 1;
+    case 'n':
+        out[0] = '\n';
+        return 1;
+    case 'r':
+        out[0] = '\r';
+        return 1;
+    case 't':
+        out[0] = '\t';
+        return 1;
+    case 'u':
+        break;
+    default:
+        out[0] = p[1];
+        return 1;
     }
     hi = end - *pp >= 4 ? hex4(*pp) : -1;
     if (hi < 0) {

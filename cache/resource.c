@@ -40,12 +40,12 @@
 
 /* A dispatch bucket: the STREAM watchers with one trigger value or one namespace. */
 struct wbucket {
-    char type;             /* 't' trigger value, 'n' namespace */
+    char type; /* 't' trigger value, 'n' namespace */
     char *val;
     uint64_t hash;
-    struct watcher *head;  /* linked through bprev/bnext */
+    struct watcher *head;     /* linked through bprev/bnext */
     struct watcher *sleeping; /* those of them suspended, through sleep_prev/sleep_next */
-    struct wbucket *hnext; /* hash chain */
+    struct wbucket *hnext;    /* hash chain */
 };
 
 /*
@@ -77,31 +77,31 @@ struct ckpts {
 };
 
 struct resource {
-    char *name; /* immutable */
+    char *name;                /* immutable */
     const char *trigger_field; /* set once before watchers attach */
-    void *user; /* owner's pointer; set once at startup */
+    void *user;                /* owner's pointer; set once at startup */
     pthread_mutex_t mu;
     pthread_cond_t fresh; /* broadcast whenever rv moves; CLOCK_MONOTONIC */
     /* ---- everything below is guarded by mu ---- */
     struct store *store;
     struct ring *ring;
-    struct snapshot *snap;   /* current state, taken lazily (O(1)); NULL after a change */
-    struct ckpts ckpts;      /* the states at every CKPT_EVERY-th ring seq in the window */
-    struct watcher *streams; /* attached STREAM watchers */
-    struct watcher *waiters; /* attached RVWAIT watchers */
+    struct snapshot *snap;    /* current state, taken lazily (O(1)); NULL after a change */
+    struct ckpts ckpts;       /* the states at every CKPT_EVERY-th ring seq in the window */
+    struct watcher *streams;  /* attached STREAM watchers */
+    struct watcher *waiters;  /* attached RVWAIT watchers */
     struct watcher *unscoped; /* STREAM watchers without a bucket (bprev/bnext) */
     struct watcher *unscoped_sleeping; /* those of them suspended (sleep_prev/sleep_next) */
-    struct wbucket **btab;    /* dispatch buckets, chained; btab_cap is a power of two */
+    struct wbucket **btab;             /* dispatch buckets, chained; btab_cap is a power of two */
     size_t btab_cap;
     size_t btab_len;
-    struct watcher **due;     /* min-heap on due_ms: watchers to wake at a time (see tick) */
+    struct watcher **due; /* min-heap on due_ms: watchers to wake at a time (see tick) */
     size_t due_len;
     size_t due_cap;
-    uint64_t rv;             /* current rv (events, progress, relists) */
-    uint64_t epoch;          /* bumped by every relist; ends older STREAM watchers */
-    bool ready;              /* a relist completed and upstream has not broken since */
-    bool closing;            /* resource_close_all ran: no new watchers */
-    int64_t since_ms;        /* when <ready> last changed */
+    uint64_t rv;      /* current rv (events, progress, relists) */
+    uint64_t epoch;   /* bumped by every relist; ends older STREAM watchers */
+    bool ready;       /* a relist completed and upstream has not broken since */
+    bool closing;     /* resource_close_all ran: no new watchers */
+    int64_t since_ms; /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
     uint64_t n_streams;

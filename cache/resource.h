@@ -53,7 +53,7 @@ struct watcher {
     watchers_wake_fn *wake;
     void *wake_ctx;
     enum watcher_kind kind;
-    const char *ns; /* dispatch scope: only events in this namespace wake it; NULL = any */
+    const char *ns;      /* dispatch scope: only events in this namespace wake it; NULL = any */
     const char *trigger; /* dispatch scope: only events whose object (or previous object) has
                             this value in the resource's trigger field wake it (e.g. pods
                             with spec.nodeName=X); NULL = none. Takes precedence over ns. */
@@ -70,7 +70,7 @@ struct watcher {
     struct watcher *bprev, *bnext; /* STREAM: the dispatch bucket (or the unscoped list) */
     void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
     struct watcher *sleep_prev, *sleep_next; /* STREAM, suspended: its bucket's sleep list */
-    struct watcher **sleep_head;   /* the sleep list it is on; NULL = on none */
+    struct watcher **sleep_head;             /* the sleep list it is on; NULL = on none */
     struct ring_seg *held[WATCHER_HELD_MAX]; /* STREAM: ring segments the last batch borrowed */
     size_t n_held;
     size_t due_idx; /* 1 + its place in the resource's due heap; 0 = not in it */
@@ -80,15 +80,15 @@ struct watcher {
 /* Counters, read with resource_stats(). */
 struct resource_stats {
     uint64_t rv;
-    uint64_t events;            /* events appended since start */
-    uint64_t relists;           /* resource_replace calls */
-    uint64_t watchers;          /* currently attached STREAM watchers */
-    uint64_t laggards;          /* watchers ended because their cursor fell out of the ring */
-    size_t objects;             /* objects in the store */
-    size_t object_bytes;        /* JSON bytes in the store */
-    size_t history_len;         /* events in the ring */
+    uint64_t events;     /* events appended since start */
+    uint64_t relists;    /* resource_replace calls */
+    uint64_t watchers;   /* currently attached STREAM watchers */
+    uint64_t laggards;   /* watchers ended because their cursor fell out of the ring */
+    size_t objects;      /* objects in the store */
+    size_t object_bytes; /* JSON bytes in the store */
+    size_t history_len;  /* events in the ring */
     size_t history_cap;
-    uint64_t history_boundary;  /* oldest-1: smallest rv a watch may start from */
+    uint64_t history_boundary; /* oldest-1: smallest rv a watch may start from */
     bool ready;
 };
 
@@ -119,8 +119,8 @@ void *resource_user(const struct resource *res);
  * resource ready, bumps the epoch (every attached STREAM watcher is ended cleanly) and
  * wakes everyone. Returns 0.
  */
-int resource_replace(struct resource *res, struct blob *const *items, size_t n,
-                     uint64_t list_rv, int64_t now_ms);
+int resource_replace(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
+                     int64_t now_ms);
 
 /*
  * Applies one event at <rv> (> current rv, else -EINVAL): ADDED/MODIFIED store <obj>
@@ -264,7 +264,7 @@ void resource_watch_kill(struct resource *res, struct watcher *w);
  * plus the suspended ones when <dead> is given; running watchers are not visited.
  * Returns the number woken.
  */
-size_t resource_tick(struct resource *res, int64_t now_ms, bool (*dead)(struct watcher *w, void *ctx),
-                     void *ctx);
+size_t resource_tick(struct resource *res, int64_t now_ms,
+                     bool (*dead)(struct watcher *w, void *ctx), void *ctx);
 
 #endif

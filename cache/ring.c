@@ -24,10 +24,10 @@
 struct ring {
     struct ring_seg **segs; /* seg_cap entries (a power of two); segment k at segs[k & mask] */
     size_t seg_cap;
-    uint64_t seg_lo;     /* segments [seg_lo, seg_hi) are held: from the one of tail ... */
-    uint64_t seg_hi;     /* ... to the one of head-1 (or of head, once written into) */
-    size_t lent;         /* borrows not yet returned */
-    size_t cap;          /* events kept at most (the logical capacity) */
+    uint64_t seg_lo; /* segments [seg_lo, seg_hi) are held: from the one of tail ... */
+    uint64_t seg_hi; /* ... to the one of head-1 (or of head, once written into) */
+    size_t lent;     /* borrows not yet returned */
+    size_t cap;      /* events kept at most (the logical capacity) */
     size_t min_cap;
     size_t max_cap;
     int64_t fresh_ms;    /* 0: no time rule, grow to max_cap then evict */

@@ -205,7 +205,7 @@ static size_t label_key_errors(const char *k, size_t n, struct sbuf *eb)
         if (memchr(name, '/', name_len) != NULL) {
             if (join_next(&j)) {
                 sbuf_str(eb, "a valid label key " MSG_KEY_RE " with an optional DNS subdomain "
-                            "prefix and '/' (e.g. 'example.com/MyName')");
+                             "prefix and '/' (e.g. 'example.com/MyName')");
             }
             return j.n;
         }
@@ -248,7 +248,6 @@ static size_t label_value_errors(const char *v, size_t n, struct sbuf *eb)
     }
     return j.n;
 }
-
 
 /* --- selector storage ---------------------------------------------------------------------- */
 
@@ -655,7 +654,7 @@ static size_t req_errors(const struct token *key, enum sel_op op, const struct s
     if ((op == SEL_OP_IN || op == SEL_OP_NOTIN) && vals->n == 0 && join_next(&j)) {
         /* unreachable from Parse ("()" is {""}); kept to mirror NewRequirement */
         sbuf_str(eb, "values: Invalid value: []: for 'in', 'notin' operators, values set can't be "
-                    "empty");
+                     "empty");
     }
     if (op == SEL_OP_GT || op == SEL_OP_LT) {
         for (size_t i = 0; i < vals->n; i++) {

@@ -374,8 +374,9 @@ static size_t build_request(struct engine *e, struct conn *c, char *buf, size_t 
         return 0;
     }
     sb_query(&b, &first, o->selectors);
-    sbuf_printf(&b, " HTTP/1.1\r\nHost: %s\r\nUser-Agent: kwp-load/1\r\nAccept: application/json\r\n",
-           o->host_header);
+    sbuf_printf(&b,
+                " HTTP/1.1\r\nHost: %s\r\nUser-Agent: kwp-load/1\r\nAccept: application/json\r\n",
+                o->host_header);
     if (o->token && *o->token) {
         sbuf_printf(&b, "Authorization: Bearer %s\r\n", o->token);
     }

@@ -92,13 +92,13 @@ struct client_opts {
     int64_t watchers;  /* watch streams (0 = LIST mode only) */
     double ramp_per_s; /* watchers started per second (0 = all at once) */
     enum client_initial initial;
-    const char *start_rv; /* first WATCH from this rv without a LIST (NULL = LIST) */
-    int64_t duration_ms;  /* the run (ramp included) */
-    int64_t warmup_ms;    /* events before this are counted apart, not measured */
+    const char *start_rv;   /* first WATCH from this rv without a LIST (NULL = LIST) */
+    int64_t duration_ms;    /* the run (ramp included) */
+    int64_t warmup_ms;      /* events before this are counted apart, not measured */
     bool warmup_after_open; /* warmup_ms counts from when every watcher is open (at the
                                latest from half the run, if they never all open) */
-    int64_t drain_ms;     /* after duration: time granted to LISTs in flight */
-    int64_t backoff_ms;   /* first retry delay; doubles up to backoff_max_ms */
+    int64_t drain_ms;       /* after duration: time granted to LISTs in flight */
+    int64_t backoff_ms;     /* first retry delay; doubles up to backoff_max_ms */
     int64_t backoff_max_ms;
     size_t max_line; /* longest watch line */
 
@@ -124,10 +124,10 @@ struct client_proc {
 
 /* Everything measured. Filled by client_run; the caller owns it (client_stats_fini). */
 struct client_stats {
-    double elapsed_s;  /* start to stop (drain excluded) */
-    double measured_s; /* the window rates are computed over: warmup end to stop */
+    double elapsed_s;       /* start to stop (drain excluded) */
+    double measured_s;      /* the window rates are computed over: warmup end to stop */
     double measured_from_s; /* where that window began, from the start */
-    bool interrupted;  /* stopped by *stop before the duration */
+    bool interrupted;       /* stopped by *stop before the duration */
     /* watches */
     uint64_t watchers_opened; /* watchers that had at least one watch answered 200 */
     uint64_t watch_requests;

@@ -23,7 +23,13 @@
 #define EVSCAN_INITIAL_END_KEY "k8s.io/initial-events-end"
 
 /* The "type" of a watch event, in the order of the wire names. */
-enum evscan_type { EVSCAN_ADDED = 0, EVSCAN_MODIFIED, EVSCAN_DELETED, EVSCAN_BOOKMARK, EVSCAN_ERROR };
+enum evscan_type {
+    EVSCAN_ADDED = 0,
+    EVSCAN_MODIFIED,
+    EVSCAN_DELETED,
+    EVSCAN_BOOKMARK,
+    EVSCAN_ERROR
+};
 
 struct evscan_event {
     enum evscan_type type;

@@ -252,8 +252,8 @@ static bool target_is_loopback4(const struct sockaddr_storage *t)
 }
 
 /* Appends the inclusive range [lo, hi] of IPv4 addresses. */
-static int add_range(uint32_t lo, uint32_t hi, struct sockaddr_storage *out, size_t cap,
-                     size_t *n, char *err, size_t err_len)
+static int add_range(uint32_t lo, uint32_t hi, struct sockaddr_storage *out, size_t cap, size_t *n,
+                     char *err, size_t err_len)
 {
     if ((uint64_t)hi - lo + 1 > cap - *n) {
         snprintf(err, err_len, "--source-ips: more than %zu addresses", cap);
@@ -267,8 +267,7 @@ static int add_range(uint32_t lo, uint32_t hi, struct sockaddr_storage *out, siz
 
 /* One list item: an address of any family, or an IPv4 range A-B. */
 static int add_item(const char *item, const struct sockaddr_storage *target,
-                    struct sockaddr_storage *out, size_t cap, size_t *n, char *err,
-                    size_t err_len)
+                    struct sockaddr_storage *out, size_t cap, size_t *n, char *err, size_t err_len)
 {
     const char *dash = strchr(item, '-');
     struct in6_addr a6;
@@ -323,8 +322,8 @@ int load_sources_parse(const char *const *items, size_t n, const struct sockaddr
 {
     size_t got = 0;
     uint64_t count = 0;
-    bool is_count = n == 1 && items[0][0] != '\0' && strspn(items[0], "0123456789") ==
-                                                         strlen(items[0]);
+    bool is_count =
+        n == 1 && items[0][0] != '\0' && strspn(items[0], "0123456789") == strlen(items[0]);
 
     if (n == 1 && (strcmp(items[0], "auto") == 0 || is_count)) {
         if (!target_is_loopback4(target)) {
@@ -381,8 +380,8 @@ static uint64_t source_share(void)
 static int check_sources(const struct sockaddr_storage *src, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        socklen_t len = src[i].ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                     : sizeof(struct sockaddr_in);
+        socklen_t len =
+            src[i].ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
         int fd = socket(src[i].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int err = 0;
         char name[INET6_ADDRSTRLEN] = "?";
@@ -444,8 +443,9 @@ static int setup_sources(const struct config_list *l, const struct sockaddr_stor
         return -EINVAL;
     }
     if (l->len == 0) {
-        fprintf(stderr, "kwp load: note: %llu connections: connecting from %zu loopback "
-                        "addresses (--source-ips auto)\n",
+        fprintf(stderr,
+                "kwp load: note: %llu connections: connecting from %zu loopback "
+                "addresses (--source-ips auto)\n",
                 (unsigned long long)conns, *n_out);
     } else if (conns > ports * *n_out) {
         fprintf(stderr,

@@ -39,7 +39,7 @@ struct report_params {
     int64_t ramp_per_s;
     int64_t warmup_ms;
     bool warmup_after_open; /* --warmup counts from the moment every watcher is open */
-    const char *initial; /* "list" or "watchlist" */
+    const char *initial;    /* "list" or "watchlist" */
     const char *start_rv;
     int64_t lists_per_s;
     const char *list_query;

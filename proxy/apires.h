@@ -24,22 +24,23 @@ struct selector;
 
 /* Static description of a kind. */
 struct apires_kind {
-    const char *group;      /* "" for core */
+    const char *group; /* "" for core */
     const char *version;
     const char *plural;
     const char *singular;
     const char *kind;
     const char *list_kind;
     bool namespaced;
-    bool builtin;           /* list items carry no kind/apiVersion (custom resources do) */
-    const char *short_names;/* comma-separated, "" for none */
+    bool builtin;              /* list items carry no kind/apiVersion (custom resources do) */
+    const char *short_names;   /* comma-separated, "" for none */
     const char *bookmark_body; /* JSON members after "metadata":{...} in a BOOKMARK object,
                                   e.g. ,"spec":{"containers":null},"status":{} ; "" for none */
     const char *fields[APIRES_MAX_FIELDS]; /* selectable field paths beyond metadata.*, NULL-ended;
                                               "key:path|path|=default" for computed ones */
-    const char *field_reject_kind; /* when set, the 400 for a label the kind's converter rejects
-                                      reads `field label "<label>" not supported for <this>`
-                                      (batch's converter); NULL: `field label not supported: <label>` */
+    const char
+        *field_reject_kind; /* when set, the 400 for a label the kind's converter rejects
+                               reads `field label "<label>" not supported for <this>`
+                               (batch's converter); NULL: `field label not supported: <label>` */
 };
 
 /* Per-resource request counters (served by /_sim/stats and /metrics). */
@@ -48,31 +49,31 @@ struct apires_counters {
     atomic_ullong watches;
     atomic_ullong gets;
     atomic_ullong watches_open;
-    atomic_ullong frames;       /* watch events written */
-    atomic_ullong too_old;      /* 410s sent */
-    atomic_ullong too_large;    /* 504s sent */
-    atomic_ullong not_ready;    /* 429s sent */
-    atomic_ullong terminated;   /* watches ended for lagging (--watch-max-lag) */
-    atomic_ullong forwarded;    /* requests passed upstream */
+    atomic_ullong frames;     /* watch events written */
+    atomic_ullong too_old;    /* 410s sent */
+    atomic_ullong too_large;  /* 504s sent */
+    atomic_ullong not_ready;  /* 429s sent */
+    atomic_ullong terminated; /* watches ended for lagging (--watch-max-lag) */
+    atomic_ullong forwarded;  /* requests passed upstream */
     /* upstream side (the proxy's reflector) */
-    atomic_ullong up_lists;     /* LIST requests sent upstream (pages) */
-    atomic_ullong up_watches;   /* WATCH requests sent upstream */
-    atomic_ullong up_watch_open;/* 1 while the upstream watch stream is open */
-    atomic_ullong up_events;    /* watch events received */
-    atomic_ullong up_bookmarks; /* bookmarks received */
-    atomic_ullong relists;      /* relists (start, 410, protocol errors) */
-    atomic_ullong up_errors;    /* failed upstream requests and malformed data */
+    atomic_ullong up_lists;      /* LIST requests sent upstream (pages) */
+    atomic_ullong up_watches;    /* WATCH requests sent upstream */
+    atomic_ullong up_watch_open; /* 1 while the upstream watch stream is open */
+    atomic_ullong up_events;     /* watch events received */
+    atomic_ullong up_bookmarks;  /* bookmarks received */
+    atomic_ullong relists;       /* relists (start, 410, protocol errors) */
+    atomic_ullong up_errors;     /* failed upstream requests and malformed data */
 };
 
 /* One served resource: identity + cache + counters. Owned by the app (sim or proxy). */
 struct apires {
-    struct apires_kind kind;   /* copied; strings owned by the table or by <owned> */
-    char api_version[160];     /* "v1" or "group/version" */
-    struct resource *res;      /* the cache */
-    int64_t created_ms;        /* clock_mono_ms() at creation: a never-ready cache's 429
-                                  Retry-After counts from here, as ready.go's newReady does */
+    struct apires_kind kind; /* copied; strings owned by the table or by <owned> */
+    char api_version[160];   /* "v1" or "group/version" */
+    struct resource *res;    /* the cache */
+    int64_t created_ms;      /* clock_mono_ms() at creation: a never-ready cache's 429
+                                Retry-After counts from here, as ready.go's newReady does */
     struct apires_counters ctr;
-    char *owned;               /* heap strings of a runtime-described kind */
+    char *owned; /* heap strings of a runtime-described kind */
 };
 
 /* Returns the built-in description of group/version/plural, or NULL. */

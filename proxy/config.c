@@ -175,8 +175,8 @@ static int set_value(const struct config_opt *o, const char *v, const char *from
         break;
     case CFG_DURATION:
         if (config_parse_duration(v, &x) != 0) {
-            fprintf(stderr, "%s: invalid duration %s=%s (use e.g. 250ms, 3s, 5m)\n", from,
-                    o->name, v);
+            fprintf(stderr, "%s: invalid duration %s=%s (use e.g. 250ms, 3s, 5m)\n", from, o->name,
+                    v);
             return -EINVAL;
         }
         break;
@@ -223,8 +223,8 @@ static void usage_print(const struct config_opt *opts, size_t n, const char *usa
     }
 }
 
-int config_parse(const struct config_opt *opts, size_t n, int argc, char **argv,
-                 const char *usage, const char *description)
+int config_parse(const struct config_opt *opts, size_t n, int argc, char **argv, const char *usage,
+                 const char *description)
 {
     char env[96];
 

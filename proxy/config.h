@@ -22,10 +22,10 @@ struct config_list {
 };
 
 struct config_opt {
-    const char *name;   /* without the leading "--" */
+    const char *name; /* without the leading "--" */
     enum config_type type;
-    void *dst;          /* const char **, int64_t *, int64_t * (ms), bool *, struct config_list * */
-    int64_t min, max;   /* for CFG_INT / CFG_SIZE / CFG_DURATION (ignored when min == max) */
+    void *dst;        /* const char **, int64_t *, int64_t * (ms), bool *, struct config_list * */
+    int64_t min, max; /* for CFG_INT / CFG_SIZE / CFG_DURATION (ignored when min == max) */
     const char *help;
 };
 
@@ -34,8 +34,8 @@ struct config_opt {
  * --help, returns 0 on success, or -EINVAL after printing a one-line error to stderr.
  * <usage> is the first help line, e.g. "kwp sim [flags]".
  */
-int config_parse(const struct config_opt *opts, size_t n, int argc, char **argv,
-                 const char *usage, const char *description);
+int config_parse(const struct config_opt *opts, size_t n, int argc, char **argv, const char *usage,
+                 const char *description);
 
 /* Parses a Go-style duration ("250ms", "1h30m", ".5s"; a bare number is seconds) into
  * milliseconds. Returns 0, or -EINVAL (*ms untouched) for anything else, a negative value, or

@@ -45,9 +45,28 @@ size_t continue_token_encode(int64_t rv, const char *start_key, char *out, size_
 
 /* Go's encoding/json scanner (scanner.go), step for step, for its exact error texts. */
 enum gs_state {
-    GS_BEGIN_VALUE_OR_EMPTY = 0, GS_BEGIN_VALUE, GS_BEGIN_STRING_OR_EMPTY, GS_BEGIN_STRING,
-    GS_END_VALUE, GS_END_TOP, GS_IN_STRING, GS_IN_STRING_ESC, GS_ESC_U, GS_ESC_U1, GS_ESC_U12,
-    GS_ESC_U123, GS_NEG, GS_1, GS_0, GS_DOT, GS_DOT0, GS_E, GS_ESIGN, GS_E0, GS_LIT, GS_ERROR
+    GS_BEGIN_VALUE_OR_EMPTY = 0,
+    GS_BEGIN_VALUE,
+    GS_BEGIN_STRING_OR_EMPTY,
+    GS_BEGIN_STRING,
+    GS_END_VALUE,
+    GS_END_TOP,
+    GS_IN_STRING,
+    GS_IN_STRING_ESC,
+    GS_ESC_U,
+    GS_ESC_U1,
+    GS_ESC_U12,
+    GS_ESC_U123,
+    GS_NEG,
+    GS_1,
+    GS_0,
+    GS_DOT,
+    GS_DOT0,
+    GS_E,
+    GS_ESIGN,
+    GS_E0,
+    GS_LIT,
+    GS_ERROR
 };
 
 enum gs_parse { GS_PARSE_OBJ_KEY = 0, GS_PARSE_OBJ_VALUE, GS_PARSE_ARR_VALUE };
@@ -55,9 +74,9 @@ enum gs_parse { GS_PARSE_OBJ_KEY = 0, GS_PARSE_OBJ_VALUE, GS_PARSE_ARR_VALUE };
 struct gscan {
     enum gs_state step;
     bool end_top;
-    const char *lit;       /* GS_LIT: the rest of "true"/"false"/"null" still expected */
-    const char *lit_name;  /* which literal, for the error text */
-    unsigned char *stack;  /* enum gs_parse per open container */
+    const char *lit;      /* GS_LIT: the rest of "true"/"false"/"null" still expected */
+    const char *lit_name; /* which literal, for the error text */
+    unsigned char *stack; /* enum gs_parse per open container */
     size_t depth;
     char err[128];
 };
@@ -115,9 +134,15 @@ static void gs_begin_value(struct gscan *g, unsigned char c)
         g->step = c == '{' ? GS_BEGIN_STRING_OR_EMPTY : GS_BEGIN_VALUE_OR_EMPTY;
         g->stack[g->depth++] = c == '{' ? GS_PARSE_OBJ_KEY : GS_PARSE_ARR_VALUE;
         return;
-    case '"': g->step = GS_IN_STRING; return;
-    case '-': g->step = GS_NEG; return;
-    case '0': g->step = GS_0; return;
+    case '"':
+        g->step = GS_IN_STRING;
+        return;
+    case '-':
+        g->step = GS_NEG;
+        return;
+    case '0':
+        g->step = GS_0;
+        return;
     case 't':
     case 'f':
     case 'n':
@@ -287,8 +312,9 @@ static void gs_step(struct gscan *g, unsigned char c)
             if (gotext_is_digit((char)c)) {
                 g->step = g->step == GS_DOT ? GS_DOT0 : GS_E0;
             } else {
-                gs_error(g, c, g->step == GS_DOT ? "after decimal point in numeric literal"
-                                                 : "in exponent of numeric literal");
+                gs_error(g, c,
+                         g->step == GS_DOT ? "after decimal point in numeric literal"
+                                           : "in exponent of numeric literal");
             }
             return;
         case GS_E:
@@ -403,8 +429,8 @@ struct ctoken {
 };
 
 /* Records an UnmarshalTypeError for <field>; <lit> is the number literal for "number <lit>". */
-static void ctoken_type_error(struct ctoken *c, const char *value, const char *lit,
-                              size_t lit_len, const char *field, const char *type)
+static void ctoken_type_error(struct ctoken *c, const char *value, const char *lit, size_t lit_len,
+                              const char *field, const char *type)
 {
     if (c->err[0] == '\0') {
         snprintf(c->err, sizeof(c->err),
@@ -417,12 +443,17 @@ static void ctoken_type_error(struct ctoken *c, const char *value, const char *l
 static const char *json_kind(char c)
 {
     switch (c) {
-    case '{': return "object";
-    case '[': return "array";
-    case '"': return "string";
+    case '{':
+        return "object";
+    case '[':
+        return "array";
+    case '"':
+        return "string";
     case 't':
-    case 'f': return "bool";
-    default: return "number";
+    case 'f':
+        return "bool";
+    default:
+        return "number";
     }
 }
 
@@ -492,7 +523,9 @@ static void ctoken_object(struct ctoken *c, const char *p, const char *end, char
         } else {
             skip_valid_value(&p, end);
             ctoken_type_error(c, json_kind(*vstart), "", 0,
-                              field == 0 ? "v" : field == 1 ? "rv" : "start",
+                              field == 0   ? "v"
+                              : field == 1 ? "rv"
+                                           : "start",
                               field == 1 ? "int64" : "string");
         }
     }
@@ -535,8 +568,8 @@ static bool path_is_clean(const char *key, size_t n)
     return true;
 }
 
-int continue_token_decode(const char *tok, int64_t *rv, char *start, size_t start_cap,
-                          char *err, size_t err_len)
+int continue_token_decode(const char *tok, int64_t *rv, char *start, size_t start_cap, char *err,
+                          size_t err_len)
 {
     static const char pfx[] = "continue key is not valid";
     unsigned char data[CONTINUE_TOKEN_MAX];
@@ -598,8 +631,10 @@ int continue_token_decode(const char *tok, int64_t *rv, char *start, size_t star
         goto out;
     }
     if (c.rv == 0) {
-        cont_err(err, err_len, "%s: incorrect encoded start resourceVersion (version "
-                 "meta.k8s.io/v1)", pfx);
+        cont_err(err, err_len,
+                 "%s: incorrect encoded start resourceVersion (version "
+                 "meta.k8s.io/v1)",
+                 pfx);
         goto out;
     }
     if (c.start_len == 0) {

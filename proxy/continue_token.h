@@ -29,7 +29,7 @@ size_t continue_token_encode(int64_t rv, const char *start_key, char *out, size_
  * a NUL inside echoed token text truncates <err>; a key that does not fit <start> is -EINVAL
  * (start_cap >= 3 * CONTINUE_TOKEN_MAX always suffices: invalid UTF-8 widens to U+FFFD).
  */
-int continue_token_decode(const char *tok, int64_t *rv, char *start, size_t start_cap,
-                          char *err, size_t err_len);
+int continue_token_decode(const char *tok, int64_t *rv, char *start, size_t start_cap, char *err,
+                          size_t err_len);
 
 #endif

@@ -141,8 +141,7 @@ static void reply_list(struct hreq *h, struct snapshot *s, uint64_t list_rv, con
     if (more) {
         /* remainingItemCount: candidates after the last returned item, only without selectors */
         remaining = scope_count_after(&h->sc, s, lastb->key);
-        continue_token_encode(token_rv, h->sc.ns[0] ? lastb->name : lastb->key, tok,
-                                  sizeof(tok));
+        continue_token_encode(token_rv, h->sc.ns[0] ? lastb->name : lastb->key, tok, sizeof(tok));
     }
     rv_format(list_rv, rvbuf);
     if (more && empty_pred) {
@@ -197,8 +196,8 @@ void handlers_list_serve(struct hreq *h, const struct k8s_list_opts *lo)
          * limit, so the snapshot gives the rest of the list in one page (SEMANTICS 1.6) */
         int64_t limit = lo->has_rv && strcmp(lo->rv_str, "0") == 0 ? 0 : lo->limit;
         char start[K8S_NAME_MAX * 2 + 2], full[K8S_NAME_MAX * 4], err[256];
-        if (continue_token_decode(lo->continue_tok, &trv, start, sizeof(start), err,
-                                      sizeof(err)) != 0) {
+        if (continue_token_decode(lo->continue_tok, &trv, start, sizeof(start), err, sizeof(err)) !=
+            0) {
             struct kstatus st;
             kstatus_set(&st, 400, "BadRequest", "invalid continue token: %s", err);
             handlers_reply_status(h, &st);

@@ -370,9 +370,9 @@ static int fail_invalid(const struct field_errs *fe, struct kstatus *st)
 
 /* The raw query, after DecodeParameters' url.Values -> v1.ListOptions step. */
 struct raw_opts {
-    bool watch;         /* opts.Watch (the query only, not the legacy prefix) */
-    const char *rvm;    /* "" = unset */
-    bool has_sie;       /* sendInitialEvents present (the *bool is non-nil) */
+    bool watch;      /* opts.Watch (the query only, not the legacy prefix) */
+    const char *rvm; /* "" = unset */
+    bool has_sie;    /* sendInitialEvents present (the *bool is non-nil) */
     bool sie;
 };
 
@@ -578,8 +578,8 @@ static int storage_list(struct k8s_list_opts *o, struct kstatus *st)
 }
 
 int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
-                           k8s_fields_check_fn *check, void *check_ctx,
-                           struct k8s_list_opts *o, struct kstatus *st)
+                           k8s_fields_check_fn *check, void *check_ctx, struct k8s_list_opts *o,
+                           struct kstatus *st)
 {
     struct selector *fields = NULL;
     struct raw_opts raw;

@@ -36,13 +36,13 @@ struct selector;
  *   /api/v1/namespaces/ns1                    -> resource namespaces, name ns1
  *   /api/v1/namespaces/ns1/status             -> namespaces ns1, subresource status */
 struct k8s_path {
-    char group[K8S_SEG_MAX];    /* "" for the core group */
+    char group[K8S_SEG_MAX]; /* "" for the core group */
     char version[K8S_SEG_MAX];
-    char ns[K8S_NAME_MAX];      /* "" = not namespace-scoped in the URL */
+    char ns[K8S_NAME_MAX]; /* "" = not namespace-scoped in the URL */
     char resource[K8S_SEG_MAX];
-    char name[K8S_NAME_MAX];    /* "" = collection */
+    char name[K8S_NAME_MAX]; /* "" = collection */
     char subresource[K8S_SEG_MAX];
-    bool legacy_watch;          /* /watch/ prefix */
+    bool legacy_watch; /* /watch/ prefix */
 };
 
 /*
@@ -70,22 +70,22 @@ enum k8s_rvm { RVM_UNSET = 0, RVM_EXACT, RVM_NOT_OLDER_THAN };
  * Booleans decode like apimachinery's Convert_Slice_string_To_bool, NOT strconv.ParseBool:
  * "0" and any case of "false" are false, everything else ("", "yes", "maybe") is true. */
 struct k8s_list_opts {
-    bool watch;                 /* watch=<true> or legacy prefix */
-    bool has_rv;                /* resourceVersion present (even empty) */
-    const char *rv_str;         /* "" when absent */
-    uint64_t rv;                /* parsed (0 for "" / "0"); valid when rv_ok */
-    bool rv_ok;                 /* rv_str parsed as uint64 */
+    bool watch;         /* watch=<true> or legacy prefix */
+    bool has_rv;        /* resourceVersion present (even empty) */
+    const char *rv_str; /* "" when absent */
+    uint64_t rv;        /* parsed (0 for "" / "0"); valid when rv_ok */
+    bool rv_ok;         /* rv_str parsed as uint64 */
     enum k8s_rvm rvm;
     int64_t limit;              /* 0 = none (negative values are kept; <= 0 means none) */
     const char *continue_tok;   /* NULL = none */
     const char *label_selector; /* NULL = none */
     const char *field_selector; /* NULL = none */
     bool allow_bookmarks;
-    int send_initial_events;    /* -1 unset, 0 false, 1 true (after defaulting, see below) */
-    bool send_initial_defaulted;/* set by the 1.34+ defaulting of legacy watches */
-    int64_t timeout_seconds;    /* 0 = not given (as in the apiserver: 0 picks the default);
-                                   negative is accepted and ends a watch at once */
-    int pretty;                 /* -1 unset or empty, 0 false (or not a ParseBool value), 1 true */
+    int send_initial_events;     /* -1 unset, 0 false, 1 true (after defaulting, see below) */
+    bool send_initial_defaulted; /* set by the 1.34+ defaulting of legacy watches */
+    int64_t timeout_seconds;     /* 0 = not given (as in the apiserver: 0 picks the default);
+                                    negative is accepted and ends a watch at once */
+    int pretty;                  /* -1 unset or empty, 0 false (or not a ParseBool value), 1 true */
 };
 
 /*
@@ -121,8 +121,8 @@ typedef int k8s_fields_check_fn(void *ctx, const struct selector *fields, struct
 
 /* k8s_list_opts_parse with the step-4 hook (<check> may be NULL: skipped). */
 int k8s_list_opts_parse_ex(const struct k8s_query_kv *q, size_t n, bool legacy_watch,
-                           k8s_fields_check_fn *check, void *check_ctx,
-                           struct k8s_list_opts *o, struct kstatus *st);
+                           k8s_fields_check_fn *check, void *check_ctx, struct k8s_list_opts *o,
+                           struct kstatus *st);
 
 /* Called by k8s_query_parse for each pair kept; returning false stops the parse. */
 typedef bool k8s_query_pair_fn(void *ctx, const char *key, const char *value);

@@ -111,8 +111,9 @@ size_t kstatus_json(const struct kstatus *st, char *buf, size_t cap)
 
 void kstatus_too_large_rv(struct kstatus *st, uint64_t requested, uint64_t current)
 {
-    kstatus_set(st, 504, "Timeout", "Timeout: Too large resource version: %" PRIu64
-                ", current: %" PRIu64, requested, current);
+    kstatus_set(st, 504, "Timeout",
+                "Timeout: Too large resource version: %" PRIu64 ", current: %" PRIu64, requested,
+                current);
     st->causes[0].reason = "ResourceVersionTooLarge";
     st->causes[0].message = "Too large resource version";
     st->n_causes = 1;
@@ -125,8 +126,7 @@ void kstatus_too_old(struct kstatus *st, uint64_t rv, uint64_t boundary)
                 boundary);
 }
 
-void kstatus_not_found(struct kstatus *st, const char *group, const char *plural,
-                       const char *name)
+void kstatus_not_found(struct kstatus *st, const char *group, const char *plural, const char *name)
 {
     char quoted[sizeof(st->message)];
     struct sbuf sb;

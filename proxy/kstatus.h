@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 struct kstatus_cause {
-    const char *reason;  /* "FieldValueForbidden", "ResourceVersionTooLarge", ... */
+    const char *reason; /* "FieldValueForbidden", "ResourceVersionTooLarge", ... */
     const char *message;
-    const char *field;   /* NULL = omitted */
+    const char *field; /* NULL = omitted */
 };
 
 #define KSTATUS_MAX_CAUSES 8
@@ -24,10 +24,10 @@ struct kstatus_cause {
  * "details" appears when name, group, kind or uid is non-NULL, or there are causes or a retry.
  * The const char * members are borrowed: they must outlive every kstatus_json call. */
 struct kstatus {
-    int code;                /* HTTP code, also "code" in the body */
-    const char *reason;      /* NULL = no "reason" member (the 500 invalid-rv case) */
-    char message[1024];      /* "message" */
-    const char *continue_tok;/* metadata.continue, NULL = metadata is {} */
+    int code;                 /* HTTP code, also "code" in the body */
+    const char *reason;       /* NULL = no "reason" member (the 500 invalid-rv case) */
+    char message[1024];       /* "message" */
+    const char *continue_tok; /* metadata.continue, NULL = metadata is {} */
     /* details: present when any of these is set */
     const char *name;
     const char *group;
@@ -35,7 +35,7 @@ struct kstatus {
     const char *uid;
     struct kstatus_cause causes[KSTATUS_MAX_CAUSES];
     size_t n_causes;
-    int retry_after;         /* details.retryAfterSeconds (and the Retry-After header); 0 = none */
+    int retry_after; /* details.retryAfterSeconds (and the Retry-After header); 0 = none */
 };
 
 /* Clears <st> and fills code, reason and message (printf-style, truncated to fit). */
@@ -58,8 +58,7 @@ void kstatus_too_large_rv(struct kstatus *st, uint64_t requested, uint64_t curre
 void kstatus_too_old(struct kstatus *st, uint64_t rv, uint64_t boundary);
 /* 404: `<plural>[.<group>] "<name>" not found` (name quoted like Go's %q) with details name,
  * group, kind=<plural>. <st> borrows <group>, <plural> and <name>. */
-void kstatus_not_found(struct kstatus *st, const char *group, const char *plural,
-                       const char *name);
+void kstatus_not_found(struct kstatus *st, const char *group, const char *plural, const char *name);
 /* 429 storage is (re)initializing, retryAfter from seconds since the state changed
  * (int(min(30, max(1, e^(0.06 t))))). */
 void kstatus_not_ready(struct kstatus *st, double seconds_unready);

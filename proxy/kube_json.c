@@ -452,9 +452,9 @@ char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
     struct obj_iter it;
     struct member m;
     size_t n_members = 0;
-    size_t last_kept = SIZE_MAX;  /* index of the last member that stays */
-    size_t last_kept_end = 0;     /* offset just after its value */
-    size_t last_end = 0;          /* offset just after the last member's value */
+    size_t last_kept = SIZE_MAX; /* index of the last member that stays */
+    size_t last_kept_end = 0;    /* offset just after its value */
+    size_t last_end = 0;         /* offset just after the last member's value */
     size_t copy_from = 0;
     bool skip_to_next = false;
     char *out;
@@ -504,4 +504,3 @@ char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
     *out_len = o;
     return out;
 }
-

@@ -198,11 +198,10 @@ static void meta_collect(const cJSON *md, const cJSON *root, const char *const *
     size_t n = 0;
 
     out->meta.name = arena_put(a, name->valuestring, strlen(name->valuestring));
-    out->meta.ns = cJSON_IsString(ns) ? arena_put(a, ns->valuestring, strlen(ns->valuestring))
-                                      : NULL;
-    out->meta.rv_str = cJSON_IsString(rv)
-                           ? arena_put(a, rv->valuestring, strlen(rv->valuestring))
-                           : arena_put(a, "", 0);
+    out->meta.ns =
+        cJSON_IsString(ns) ? arena_put(a, ns->valuestring, strlen(ns->valuestring)) : NULL;
+    out->meta.rv_str = cJSON_IsString(rv) ? arena_put(a, rv->valuestring, strlen(rv->valuestring))
+                                          : arena_put(a, "", 0);
     cJSON_ArrayForEach(l, lab_obj)
     {
         if (cJSON_IsString(l) && l->string != NULL) {

@@ -70,7 +70,8 @@ static void vlog(enum log_level level, const char *src, uint64_t suppressed, con
         }
     }
     if (suppressed > 0 && n < sizeof(line)) {
-        w = snprintf(line + n, sizeof(line) - n, " suppressed=%llu", (unsigned long long)suppressed);
+        w = snprintf(line + n, sizeof(line) - n, " suppressed=%llu",
+                     (unsigned long long)suppressed);
         if (w > 0) {
             n += (size_t)w;
         }

@@ -76,40 +76,40 @@ void metrics_serve(struct http_req *req, const struct registry *reg, struct pass
     sbuf_init(&b, METRICS_MAX_BYTES);
     for (size_t c = 0; c < sizeof(ctrs) / sizeof(ctrs[0]); c++) {
         sbuf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", ctrs[c].name, ctrs[c].help, ctrs[c].name,
-                  ctrs[c].type);
+                    ctrs[c].type);
         for (size_t i = 0; i < n; i++) {
             const struct apires *ar = registry_at(reg, i);
             const atomic_ullong *v = (const atomic_ullong *)((const char *)&ar->ctr + ctrs[c].off);
             sbuf_printf(&b, "%s{resource=\"%s\"} %llu\n", ctrs[c].name, resource_name(ar->res),
-                      (unsigned long long)atomic_load(v));
+                        (unsigned long long)atomic_load(v));
         }
     }
     sbuf_printf(&b, "# HELP kwp_resource_version Current resourceVersion of the cache.\n"
-                  "# TYPE kwp_resource_version gauge\n");
+                    "# TYPE kwp_resource_version gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
-        sbuf_printf(&b, "kwp_resource_version{resource=\"%s\"} %" PRIu64 "\n", resource_name(ar->res),
-                  st.rv);
+        sbuf_printf(&b, "kwp_resource_version{resource=\"%s\"} %" PRIu64 "\n",
+                    resource_name(ar->res), st.rv);
     }
     sbuf_printf(&b, "# HELP kwp_history_events Events held in the history window.\n"
-                  "# TYPE kwp_history_events gauge\n");
+                    "# TYPE kwp_history_events gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
         sbuf_printf(&b, "kwp_history_events{resource=\"%s\"} %zu\n", resource_name(ar->res),
-                  st.history_len);
+                    st.history_len);
     }
     sbuf_printf(&b, "# HELP kwp_history_oldest_rv Smallest resourceVersion a watch may start from "
-                  "(older gets 410).\n# TYPE kwp_history_oldest_rv gauge\n");
+                    "(older gets 410).\n# TYPE kwp_history_oldest_rv gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
         sbuf_printf(&b, "kwp_history_oldest_rv{resource=\"%s\"} %" PRIu64 "\n",
-                  resource_name(ar->res), st.history_boundary);
+                    resource_name(ar->res), st.history_boundary);
     }
     sbuf_printf(&b, "# HELP kwp_objects Objects in the cache.\n# TYPE kwp_objects gauge\n");
     for (size_t i = 0; i < n; i++) {
@@ -119,40 +119,41 @@ void metrics_serve(struct http_req *req, const struct registry *reg, struct pass
         sbuf_printf(&b, "kwp_objects{resource=\"%s\"} %zu\n", resource_name(ar->res), st.objects);
     }
     sbuf_printf(&b, "# HELP kwp_object_bytes JSON bytes of the cached objects.\n"
-                  "# TYPE kwp_object_bytes gauge\n");
+                    "# TYPE kwp_object_bytes gauge\n");
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(reg, i);
         struct resource_stats st;
         resource_stats(ar->res, &st);
         sbuf_printf(&b, "kwp_object_bytes{resource=\"%s\"} %zu\n", resource_name(ar->res),
-                  st.object_bytes);
+                    st.object_bytes);
     }
     {
         struct passthrough_stats ps;
         passthrough_stats(pt, &ps);
         sbuf_printf(&b,
-                  "# HELP kwp_passthrough_requests_total Requests forwarded upstream.\n"
-                  "# TYPE kwp_passthrough_requests_total counter\n"
-                  "kwp_passthrough_requests_total %" PRIu64 "\n"
-                  "# HELP kwp_passthrough_active Forwarded requests in flight.\n"
-                  "# TYPE kwp_passthrough_active gauge\n"
-                  "kwp_passthrough_active %" PRIu64 "\n"
-                  "# HELP kwp_passthrough_bytes_total Response bytes streamed from upstream.\n"
-                  "# TYPE kwp_passthrough_bytes_total counter\n"
-                  "kwp_passthrough_bytes_total %" PRIu64 "\n"
-                  "# HELP kwp_passthrough_upstream_errors_total Forwarded requests that failed "
-                  "before a response (answered 503).\n"
-                  "# TYPE kwp_passthrough_upstream_errors_total counter\n"
-                  "kwp_passthrough_upstream_errors_total %" PRIu64 "\n"
-                  "# HELP kwp_passthrough_stream_errors_total Forwarded responses cut after the "
-                  "headers.\n"
-                  "# TYPE kwp_passthrough_stream_errors_total counter\n"
-                  "kwp_passthrough_stream_errors_total %" PRIu64 "\n",
-                  ps.requests, ps.active, ps.bytes_upstream, ps.upstream_errors, ps.stream_errors);
+                    "# HELP kwp_passthrough_requests_total Requests forwarded upstream.\n"
+                    "# TYPE kwp_passthrough_requests_total counter\n"
+                    "kwp_passthrough_requests_total %" PRIu64 "\n"
+                    "# HELP kwp_passthrough_active Forwarded requests in flight.\n"
+                    "# TYPE kwp_passthrough_active gauge\n"
+                    "kwp_passthrough_active %" PRIu64 "\n"
+                    "# HELP kwp_passthrough_bytes_total Response bytes streamed from upstream.\n"
+                    "# TYPE kwp_passthrough_bytes_total counter\n"
+                    "kwp_passthrough_bytes_total %" PRIu64 "\n"
+                    "# HELP kwp_passthrough_upstream_errors_total Forwarded requests that failed "
+                    "before a response (answered 503).\n"
+                    "# TYPE kwp_passthrough_upstream_errors_total counter\n"
+                    "kwp_passthrough_upstream_errors_total %" PRIu64 "\n"
+                    "# HELP kwp_passthrough_stream_errors_total Forwarded responses cut after the "
+                    "headers.\n"
+                    "# TYPE kwp_passthrough_stream_errors_total counter\n"
+                    "kwp_passthrough_stream_errors_total %" PRIu64 "\n",
+                    ps.requests, ps.active, ps.bytes_upstream, ps.upstream_errors,
+                    ps.stream_errors);
         sbuf_printf(&b,
-                  "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
-                  "# TYPE kwp_ready gauge\nkwp_ready %d\n",
-                  ready ? 1 : 0);
+                    "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
+                    "# TYPE kwp_ready gauge\nkwp_ready %d\n",
+                    ready ? 1 : 0);
     }
     if (sbuf_error(&b) != 0) {
         struct kstatus st;

@@ -941,7 +941,7 @@ void reflector_add(struct reflector *r, struct apires *ar)
     s->r = r;
     s->ar = ar;
     sbuf_init(&s->body, r->o.max_list_bytes > REFLECTOR_ERR_BODY_MAX ? r->o.max_list_bytes
-                                                                      : REFLECTOR_ERR_BODY_MAX);
+                                                                     : REFLECTOR_ERR_BODY_MAX);
     sbuf_init(&s->line, r->o.max_line_bytes);
     s->path = xmalloc(len);
     if (k->group[0] != '\0') {

@@ -65,8 +65,7 @@ static size_t piece_size(const uint8_t *pattern, size_t plen, size_t k)
 }
 
 /* Decodes in[0..len) in pieces; fills <r> (caller frees r->payload). */
-static void decode(const char *in, size_t len, const uint8_t *pattern, size_t plen,
-                   struct run *r)
+static void decode(const char *in, size_t len, const uint8_t *pattern, size_t plen, struct run *r)
 {
     struct chunked c;
     struct lineframe lf;
@@ -160,8 +159,8 @@ static char *frame(const uint8_t *p, size_t len, size_t *out_len, size_t *body_l
         if (n > len - i) {
             n = len - i;
         }
-        o += (size_t)snprintf(out + o, cap - o, f & 0x20 ? "%s%zX" : "%s%zx",
-                              f & 0x10 ? "000" : "", n);
+        o += (size_t)snprintf(out + o, cap - o, f & 0x20 ? "%s%zX" : "%s%zx", f & 0x10 ? "000" : "",
+                              n);
         if (f & 0x80) {
             o += (size_t)snprintf(out + o, cap - o, " ;name=\"v;a\\\"l\"");
         }

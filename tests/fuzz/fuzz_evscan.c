@@ -121,15 +121,16 @@ static void check_built(const uint8_t *data, size_t size)
              name, f & 1 ? "\"uid\":\"x\\\"y\"," : "", rv_text, akey, aval, stamp,
              f & 2 ? ",\"k8s.io/initial-events-end\":\"true\"" : "");
     if (f & 4) {
-        snprintf(obj, sizeof(obj), "{\"kind\":\"Pod\",\"spec\":{\"s\":%s},\"metadata\":%s%s}",
-                 spec, meta, type == EVSCAN_ERROR ? "" : ",\"status\":{}");
+        snprintf(obj, sizeof(obj), "{\"kind\":\"Pod\",\"spec\":{\"s\":%s},\"metadata\":%s%s}", spec,
+                 meta, type == EVSCAN_ERROR ? "" : ",\"status\":{}");
     } else {
         snprintf(obj, sizeof(obj), "{\"metadata\" : %s , \"spec\":[%s,-1.5e3,true,null]}", meta,
                  spec);
     }
     if (type == EVSCAN_ERROR) {
-        snprintf(obj, sizeof(obj), "{\"kind\":\"Status\",\"metadata\":{},\"message\":%s,"
-                                   "\"code\":%d}",
+        snprintf(obj, sizeof(obj),
+                 "{\"kind\":\"Status\",\"metadata\":{},\"message\":%s,"
+                 "\"code\":%d}",
                  spec, code);
     }
     if (f & 8) {

@@ -30,12 +30,12 @@
 
 #include <cJSON.h>
 
+#include "cache/gotext.h"
 #include "cache/rv.h"
 #include "cache/selector.h"
 #include "proxy/apires.h"
 #include "proxy/continue_token.h"
 #include "proxy/handlers.h"
-#include "cache/gotext.h"
 #include "proxy/k8s_path.h"
 #include "proxy/kstatus.h"
 #include "tests/fuzz/fuzz.h"
@@ -131,7 +131,7 @@ static void check_path(const char *path)
 
 struct hook {
     const struct apires *ar;
-    bool exdev;   /* answer -EXDEV (the proxy's "forward unknown fields") instead */
+    bool exdev; /* answer -EXDEV (the proxy's "forward unknown fields") instead */
     int calls;
     int rc;       /* what it answered */
     size_t count; /* selector_count of what it was handed */
@@ -170,7 +170,8 @@ static void check_quoted(const char *msg, const char *prefix, const char *want)
     size_t plen = strlen(prefix), n;
     char *bytes;
 
-    if (strncmp(msg, prefix, plen) != 0 || strlen(msg) + 1 >= sizeof(((struct kstatus *)0)->message)) {
+    if (strncmp(msg, prefix, plen) != 0 ||
+        strlen(msg) + 1 >= sizeof(((struct kstatus *)0)->message)) {
         return;
     }
     bytes = malloc(strlen(msg) + 1);

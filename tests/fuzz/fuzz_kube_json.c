@@ -130,8 +130,7 @@ static void fuzz_continue_tok(const char *tok)
     continue_token_encode(rv, start, enc, elen + 1);
     if (elen <= CONTINUE_TOKEN_MAX) {
         /* An empty key ("/" token) re-encodes as "\0", which decodes back to "". */
-        CHECK(continue_token_decode(enc, &rv2, start2, sizeof(start2), err, sizeof(err)) ==
-              0);
+        CHECK(continue_token_decode(enc, &rv2, start2, sizeof(start2), err, sizeof(err)) == 0);
         CHECK(rv2 == rv && strcmp(start, start2) == 0);
     }
     free(enc);

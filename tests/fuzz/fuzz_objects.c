@@ -39,9 +39,8 @@
 #define CREATED "2025-01-02T03:04:05Z"
 #define GEN_ALPHABET "bcdfghjklmnpqrstvwxz2456789"
 
-static const char *const resources[] = {"pods",       "secrets",     "namespaces",
-                                        "services",   "deployments", "nodes",
-                                        "configmaps", "widgets"};
+static const char *const resources[] = {"pods",        "secrets", "namespaces", "services",
+                                        "deployments", "nodes",   "configmaps", "widgets"};
 
 static const char *str_at(const cJSON *obj, const char *key)
 {

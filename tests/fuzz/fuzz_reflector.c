@@ -33,7 +33,8 @@
 
 #define FUZZ_MAX_LINE 256
 #define FUZZ_MAX_PAGES 4
-#define FUZZ_DEFAULT_PAGE "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[]}"
+#define FUZZ_DEFAULT_PAGE                                                                          \
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[]}"
 
 static const struct apires_kind widgets = {
     .group = "example.com",

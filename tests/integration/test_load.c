@@ -284,8 +284,9 @@ Test(load, warmup_after_open_measures_the_steady_state, .timeout = T_TIMEOUT)
     cr_assert_gt(jnum(&r, "watch.warmup_events"), 0, "the ramp's events are counted apart");
     run_free(&r);
     /* without it, the window starts at --warmup from the start */
-    load_run(&r, sim.url, ARGS("--watchers", "20", "--ramp", "10", "--duration", "3s", "--warmup",
-                               "1s", "--quiet"));
+    load_run(
+        &r, sim.url,
+        ARGS("--watchers", "20", "--ramp", "10", "--duration", "3s", "--warmup", "1s", "--quiet"));
     cr_assert_eq(r.status, 0);
     cr_assert_float_eq(jnum(&r, "watch.measured_from_s"), 1.0, 0.001);
     run_free(&r);
@@ -565,8 +566,8 @@ Test(load, source_ips_errors_stop_at_setup, .timeout = T_TIMEOUT)
         load_run(&r, "http://127.0.0.1:1",
                  ARGS("--watchers", "2", "--duration", "1s", "--source-ips", bad[i].value));
         cr_assert_eq(r.status, 1, "--source-ips %s: exit %d, want 1", bad[i].value, r.status);
-        cr_assert(stderr_has(&r, bad[i].says), "--source-ips %s: no \"%s\" on stderr",
-                  bad[i].value, bad[i].says);
+        cr_assert(stderr_has(&r, bad[i].says), "--source-ips %s: no \"%s\" on stderr", bad[i].value,
+                  bad[i].says);
         run_free(&r);
     }
 }

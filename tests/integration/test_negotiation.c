@@ -52,7 +52,8 @@
 static void sim_up_with(struct srv *k, const char *objects, const char *const *extra)
 {
     srv_spawn(k, "sim",
-              ARGS("--objects", objects, "--namespaces", "2", "--seed", "7", "--churn", "0"), extra);
+              ARGS("--objects", objects, "--namespaces", "2", "--seed", "7", "--churn", "0"),
+              extra);
 }
 
 static void sim_up(struct srv *k, const char *objects)
@@ -926,7 +927,6 @@ static long sim_stat(const char *sim_url, const char *q, const char *counter)
     return out;
 }
 
-
 /* One object per kind, the columns kubectl prints for it, and the row printers.go makes
  * (null: an age, which moves with the clock; any non-empty string is accepted). */
 static const struct kind_case {
@@ -1156,8 +1156,7 @@ Test(negotiation, proxy_forwards_tables_it_cannot_print, .timeout = NEG_TEST_TIM
     send_json(sim.url, "POST", coll,
               "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":"
               "\"w1\"}}");
-    srv_spawn(&px, "proxy",
-              ARGS("--upstream", sim.url, "--resources", "example.com/v1/widgets"),
+    srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "example.com/v1/widgets"),
               NULL);
     srv_wait_ready(&px, NEG_READY_MS);
     lists = sim_stat(sim.url, q, "lists");

@@ -42,20 +42,20 @@
 #include "tests/support/sock.h"
 #include "tests/support/srv.h"
 
-#define REQ_MS 15000L    /* one request */
-#define READY_MS 30000L  /* proxy /readyz 200 after start */
+#define REQ_MS 15000L   /* one request */
+#define READY_MS 30000L /* proxy /readyz 200 after start */
 #define POLL_MS 20L
 #define URL_CAP 4096
 
 /* ---- processes ---------------------------------------------------------------------- */
 
 /* Polls <cond> every POLL_MS until true or <ms> passed; <ok> gets the last value. */
-#define WAIT_FOR(ok, cond, ms)                                                          \
-    do {                                                                                \
-        uint64_t wait_end_ = http_now_ms() + (uint64_t)(ms);                            \
-        while (!((ok) = (cond)) && http_now_ms() < wait_end_) {                         \
-            nap(POLL_MS);                                                               \
-        }                                                                               \
+#define WAIT_FOR(ok, cond, ms)                                                                     \
+    do {                                                                                           \
+        uint64_t wait_end_ = http_now_ms() + (uint64_t)(ms);                                       \
+        while (!((ok) = (cond)) && http_now_ms() < wait_end_) {                                    \
+            nap(POLL_MS);                                                                          \
+        }                                                                                          \
     } while (0)
 
 static void sim_up(struct srv *s, const char *const *args)
@@ -172,21 +172,21 @@ static uint64_t metric(const struct srv *px, const char *name, const char *res)
 {
     uint64_t v = 0;
 
-    cr_assert(metric_try(px, name, res, &v), "/metrics of %s has no %s{resource=\"%s\"}",
-              px->url, name, res);
+    cr_assert(metric_try(px, name, res, &v), "/metrics of %s has no %s{resource=\"%s\"}", px->url,
+              name, res);
     return v;
 }
 
 /* Waits until the metric equals <want>; returns the last value read. */
-static uint64_t wait_metric(const struct srv *px, const char *name, const char *res,
-                            uint64_t want, long ms)
+static uint64_t wait_metric(const struct srv *px, const char *name, const char *res, uint64_t want,
+                            long ms)
 {
     uint64_t v = 0;
     bool ok;
 
     WAIT_FOR(ok, metric_try(px, name, res, &v) && v == want, ms);
-    cr_assert(ok, "%s{resource=\"%s\"} is %" PRIu64 ", expected %" PRIu64 " within %ld ms",
-              name, res, v, want, ms);
+    cr_assert(ok, "%s{resource=\"%s\"} is %" PRIu64 ", expected %" PRIu64 " within %ld ms", name,
+              res, v, want, ms);
     return v;
 }
 
@@ -210,18 +210,18 @@ static void expect_no_error_event(struct watch *w, const char *what)
     for (size_t i = 0; i < n; i++) {
         const char *l = watch_line(w, i, NULL);
 
-        cr_assert_null(strstr(l, "\"type\":\"ERROR\""), "%s: line %zu is an ERROR event: %s",
-                       what, i, l);
+        cr_assert_null(strstr(l, "\"type\":\"ERROR\""), "%s: line %zu is an ERROR event: %s", what,
+                       i, l);
     }
 }
 
-#define TOO_OLD_FMT                                                                       \
-    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","           \
-    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %"    \
-    PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}"
-#define NOT_READY_BODY                                                                    \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","  \
-    "\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\","         \
+#define TOO_OLD_FMT                                                                                \
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","                   \
+    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: %" PRIu64      \
+    " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}"
+#define NOT_READY_BODY                                                                             \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
+    "\"message\":\"storage is (re)initializing\",\"reason\":\"TooManyRequests\","                  \
     "\"details\":{\"retryAfterSeconds\":1},\"code\":429}"
 
 /* ---- raw sockets: readers that stop reading ---------------------------------------- */
@@ -265,8 +265,7 @@ enum drain_end { DRAIN_EOF, DRAIN_ERROR, DRAIN_IDLE, DRAIN_DEADLINE };
  * Reads <fd> into <into> (may be NULL: discard) until EOF, a socket error, <idle_ms> without
  * data (0: never) or <total_ms>.
  */
-static enum drain_end drain(int fd, struct bytes *into, long idle_ms, long total_ms,
-                            size_t *got)
+static enum drain_end drain(int fd, struct bytes *into, long idle_ms, long total_ms, size_t *got)
 {
     uint64_t end = http_now_ms() + (uint64_t)total_ms;
     uint64_t last = http_now_ms();
@@ -558,11 +557,12 @@ Test(proxy, paging_a_namespace_under_writes_stays_at_the_first_rv, .timeout = 18
             break;
         }
         /* the last pod of the list goes now; page 2 is followed by a burst of 70 writes */
-        writes_between_pages(&sim, &px, pages,
-                             pages == 1 ? json_txt(cJSON_GetArrayItem(json_at(want, "items"), total - 1),
-                                               "metadata.name")
-                                        : NULL,
-                             pages == 2 ? 70 : 0);
+        writes_between_pages(
+            &sim, &px, pages,
+            pages == 1
+                ? json_txt(cJSON_GetArrayItem(json_at(want, "items"), total - 1), "metadata.name")
+                : NULL,
+            pages == 2 ? 70 : 0);
     }
     got = cJSON_CreateObject();
     cJSON_AddItemToObject(got, "items", all);
@@ -667,8 +667,8 @@ Test(proxy, too_large_rv_local_504_after_3s, .timeout = 180)
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);
     j = json_body(&r);
     pod = json_txt(cJSON_GetArrayItem(json_at(j, "items"), 0), "metadata.name");
-    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s?resourceVersion=%" PRIu64,
-             pod, rev + 7);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s?resourceVersion=%" PRIu64, pod,
+             rev + 7);
     cJSON_Delete(j);
     http_resp_free(&r);
     t0 = http_now_ms();
@@ -750,7 +750,8 @@ Test(proxy, too_large_rv_forwarded_to_upstream, .timeout = 180)
     }
     cr_assert_eq(lists1, lists0 + 1,
                  "/_sim/stats: the LIST at a future RV reached the sim once (pods.lists %" PRIu64
-                 " -> %" PRIu64 ")", lists0, lists1);
+                 " -> %" PRIu64 ")",
+                 lists0, lists1);
     stop_both(&px, &sim);
 }
 
@@ -829,8 +830,8 @@ Test(proxy, frames_metric_reaches_every_frame_of_an_open_quiet_watch, .timeout =
     rv[0] = api_cm_create(sim.url, "fm", "a", NULL, "1", NULL);
     rv[1] = api_cm_create(sim.url, "fm", "b", NULL, "1", NULL);
     rv[2] = api_cm_create(sim.url, "fm", "c", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/fm/configmaps?watch=1&resourceVersion=%" PRIu64,
-             rv[0]);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/fm/configmaps?watch=1&resourceVersion=%" PRIu64, rv[0]);
     w = api_watch(px.url, path, 200);
     api_expect_ev(w, 0, "ADDED", "b", rv[1]);
     api_expect_ev(w, 1, "ADDED", "c", rv[2]);
@@ -869,8 +870,8 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
     boundary = rv[5] - 1;
     cr_assert_eq(metric(&px, "kwp_history_events", "configmaps"), 10u);
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
-             rv[0]);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64, rv[0]);
     w = api_watch(px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, rv[0], boundary);
     api_expect_line(w, 0, want);
@@ -885,8 +886,8 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
     watch_close(w);
 
     /* One below the boundary: still too old. */
-    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
-             boundary - 1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64, boundary - 1);
     w = api_watch(px.url, path, 200);
     snprintf(want, sizeof(want), TOO_OLD_FMT, boundary - 1, boundary);
     api_expect_line(w, 0, want);
@@ -894,8 +895,8 @@ Test(proxy, watch_too_old_410_error_event, .timeout = 180)
     watch_close(w);
 
     /* At the boundary: accepted, replays the whole window. */
-    snprintf(path, sizeof(path), "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64,
-             boundary);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/old/configmaps?watch=1&resourceVersion=%" PRIu64, boundary);
     w = api_watch(px.url, path, 200);
     for (int i = 5; i < 15; i++) {
         char name[16];
@@ -925,9 +926,10 @@ Test(proxy, watch_label_selector_transitions, .timeout = 180)
     api_cm_create(sim.url, "sel", "a", "{\"app\":\"x\"}", "a0", NULL);
     api_cm_create(sim.url, "sel", "b", "{\"app\":\"x\"}", "b0", NULL);
     r0 = api_cm_create(sim.url, "sel", "d", NULL, "d0", NULL);
-    snprintf(path, sizeof(path),
-             "/api/v1/namespaces/sel/configmaps?watch=1&labelSelector=app%%3Dx&resourceVersion=%" PRIu64,
-             r0);
+    snprintf(
+        path, sizeof(path),
+        "/api/v1/namespaces/sel/configmaps?watch=1&labelSelector=app%%3Dx&resourceVersion=%" PRIu64,
+        r0);
     w = api_watch(px.url, path, 200);
     r1 = api_cm_patch(sim.url, "sel", "a",
                       "{\"metadata\":{\"labels\":{\"app\":\"y\"}},\"data\":{\"k\":\"a1\"}}", NULL);
@@ -1000,7 +1002,8 @@ Test(proxy, bookmarks_and_initial_events_end_bookmark, .timeout = 180)
     rv_b = api_cm_create(sim.url, "bm", "b", NULL, "1", NULL);
 
     snprintf(path, sizeof(path),
-             "/api/v1/namespaces/bm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             "/api/v1/namespaces/bm/"
+             "configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
              rv_b);
     w = api_watch(px.url, path, 200);
     other = api_cm_create(sim.url, "other", "x", NULL, "1", NULL);
@@ -1073,7 +1076,8 @@ Test(proxy, bookmark_never_overtakes_pending_events, .timeout = 180)
     api_make_ns(sim.url, "slowbm");
     start = sim_stat(&sim, "revision"); /* newer than the configmaps cache: silent until then */
     snprintf(path, sizeof(path),
-             "/api/v1/namespaces/slowbm/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             "/api/v1/namespaces/slowbm/"
+             "configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
              start);
     fd = raw_get(px.url, 4096, path);
     for (int i = 0; i < WRITES; i++) {
@@ -1200,8 +1204,8 @@ static void relist_case(enum break_how how)
     lists0 = sim_stat(&u.sim, "resources.configmaps.lists");
     relists0 = metric(&u.px, "kwp_relists_total", "configmaps");
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
-             r0);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64, r0);
     w1 = api_watch(u.px.url, path, 200);
     w2 = api_watch(u.px.url,
                    "/api/v1/configmaps?watch=1&resourceVersion=0&allowWatchBookmarks=true", 200);
@@ -1258,8 +1262,8 @@ static void relist_case(enum break_how how)
     api_expect_line(w3, 0, want);
     expect_clean_end(w3, REQ_MS, "re-watch below the relist RV");
     watch_close(w3);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64,
-             held);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%" PRIu64, held);
     w3 = api_watch(u.px.url, path, 200);
     rv = api_cm_create(u.sim.url, "rl", "c5", NULL, "1", NULL);
     api_expect_ev(w3, 0, "ADDED", "c5", rv);
@@ -1300,8 +1304,8 @@ static void resume_case(enum break_how how)
     relists0 = metric(&u.px, "kwp_relists_total", "configmaps");
     upw0 = metric(&u.px, "kwp_upstream_watch_requests_total", "configmaps");
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/rs/configmaps?watch=1&resourceVersion=%" PRIu64,
-             start);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/rs/configmaps?watch=1&resourceVersion=%" PRIu64, start);
     w = api_watch(u.px.url, path, 200);
     /* a00-a03 delivered normally; a04-a07 written during the break (never sent on the old
      * stream); a08-a11 while the proxy re-watches. */
@@ -1370,8 +1374,8 @@ Test(proxy, overlong_upstream_line_relists, .timeout = 180)
     wait_metric(&px, "kwp_resource_version", "configmaps", rv, REQ_MS);
     relists0 = metric(&px, "kwp_relists_total", "configmaps");
     errors0 = metric(&px, "kwp_upstream_errors_total", "configmaps");
-    snprintf(path, sizeof(path), "/api/v1/namespaces/long/configmaps?watch=1&resourceVersion=%" PRIu64,
-             rv);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/long/configmaps?watch=1&resourceVersion=%" PRIu64, rv);
     w = api_watch(px.url, path, 200);
 
     rv = api_cm_create(sim.url, "long", "huge", NULL, val, NULL);
@@ -1520,8 +1524,10 @@ Test(proxy, slow_reader_ended_fast_reader_keeps_up, .timeout = 180)
     }
     i0 = i;
     for (; i < nf && j < ns && fr[i] <= hi && sr[j] <= hi; i++, j++) {
-        cr_assert_eq(fr[i], sr[j], "fast watcher: rv %" PRIu64 " where the sim sent %" PRIu64
-                     " (lost, duplicated or reordered)", fr[i], sr[j]);
+        cr_assert_eq(fr[i], sr[j],
+                     "fast watcher: rv %" PRIu64 " where the sim sent %" PRIu64
+                     " (lost, duplicated or reordered)",
+                     fr[i], sr[j]);
     }
     cr_log_info("fast watcher: %zu live events, %zu compared with the sim's", nf, i - i0);
     cr_assert((i == nf || fr[i] > hi) && (j == ns || sr[j] > hi),
@@ -1611,8 +1617,10 @@ Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
     /* read ~100 KB/s: a byte always moves, so only the lag rule can end this watch */
     t0 = http_now_ms();
     v = read_slowly_until_ended(&px, fd, &raw, 2048, 20, 90000);
-    cr_assert_eq(v, 1u, "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
-                 "slow reading (%zu bytes)", v, http_now_ms() - t0, raw.len);
+    cr_assert_eq(v, 1u,
+                 "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
+                 "slow reading (%zu bytes)",
+                 v, http_now_ms() - t0, raw.len);
     cr_log_info("lagging reader ended after %" PRIu64 " ms, %zu bytes read slowly",
                 http_now_ms() - t0, raw.len);
 
@@ -1622,8 +1630,7 @@ Test(proxy, lagging_reader_ended_cleanly_by_max_lag, .timeout = 180)
     cr_assert_gt(n, 20u, "%zu events before the end", n);
     for (i = 0; i < n; i++) {
         cr_assert_neq(ev[i].type, 'E', "an ERROR event at %zu: the end must be clean", i);
-        cr_assert_gt(ev[i].rv, last, "event %zu: rv %" PRIu64 " after %" PRIu64, i, ev[i].rv,
-                     last);
+        cr_assert_gt(ev[i].rv, last, "event %zu: rv %" PRIu64 " after %" PRIu64, i, ev[i].rv, last);
         last = ev[i].rv;
     }
 
@@ -1667,8 +1674,8 @@ Test(proxy, slow_initial_events_reader_ended_by_max_lag, .timeout = 180)
     int fd;
 
     /* ~1.3 MB of initial events (300 pods of ~4.5 KB) and 100 writes/s behind them */
-    sim_up(&sim, ARGS("--objects", "300", "--namespaces", "1", "--churn", "100",
-                      "--object-bytes", "4096", "--bookmark-interval", "10m"));
+    sim_up(&sim, ARGS("--objects", "300", "--namespaces", "1", "--churn", "100", "--object-bytes",
+                      "4096", "--bookmark-interval", "10m"));
     proxy_up(&px, sim.url,
              ARGS("--resources", "pods", "--watch-max-lag", "2s", "--history-min", "100000",
                   "--history-max", "100000", "--history-window", "0"));
@@ -1677,8 +1684,10 @@ Test(proxy, slow_initial_events_reader_ended_by_max_lag, .timeout = 180)
     /* ~20 KB/s: the initial events alone would take a minute */
     t0 = http_now_ms();
     v = read_slowly_until_ended(&px, fd, &raw, 1024, 50, 60000);
-    cr_assert_eq(v, 1u, "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
-                 "slow reading of initial events (%zu bytes)", v, http_now_ms() - t0, raw.len);
+    cr_assert_eq(v, 1u,
+                 "kwp_terminated_watchers_total is %" PRIu64 " after %" PRIu64 " ms of "
+                 "slow reading of initial events (%zu bytes)",
+                 v, http_now_ms() - t0, raw.len);
     cr_log_info("slow initial-events reader ended after %" PRIu64 " ms, %zu bytes read",
                 http_now_ms() - t0, raw.len);
     cr_assert(proc_log_has(px.p, "due to unresponsiveness"), "the ending is logged");
@@ -1686,8 +1695,8 @@ Test(proxy, slow_initial_events_reader_ended_by_max_lag, .timeout = 180)
     read_clean_end(fd, &raw, &body);
     cr_assert(memmem(body.d, body.len, "\"type\":\"ERROR\"", 14) == NULL, "no ERROR event");
     /* ended while still sending its initial events, not after them */
-    for (const char *p = body.d; (p = memmem(p, body.len - (size_t)(p - body.d),
-                                             "{\"type\":\"ADDED\"", 15)) != NULL; p++) {
+    for (const char *p = body.d;
+         (p = memmem(p, body.len - (size_t)(p - body.d), "{\"type\":\"ADDED\"", 15)) != NULL; p++) {
         added++;
     }
     cr_assert(added > 0 && added < 300, "%zu of the 300 initial ADDED events before the end",
@@ -1739,7 +1748,8 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
         "/api/v1/namespaces/default/pods?resourceVersion=1&resourceVersionMatch=Foo",
         "/api/v1/namespaces/default/pods?sendInitialEvents=true",
         "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true",
-        "/api/v1/namespaces/default/pods?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+        "/api/v1/namespaces/default/"
+        "pods?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan",
         "/api/v1/namespaces/default/pods?continue=garbage!!",
         "/api/v1/namespaces/default/pods?limit=abc",
         "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=abc",
@@ -1769,7 +1779,8 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
     get(px.url, "/api/v1/namespaces/default/pods?watch=1&labelSelector=%3D%3Dx", &r);
     expect_exact(&r, 400, bad_selector);
     http_resp_free(&r);
-    get(px.url, "/api/v1/namespaces/default/pods?resourceVersion=0&fieldSelector=spec.foo%3Dbar", &r);
+    get(px.url, "/api/v1/namespaces/default/pods?resourceVersion=0&fieldSelector=spec.foo%3Dbar",
+        &r);
     expect_exact(&r, 400, bad_field);
     http_resp_free(&r);
     get(px.url, "/api/v1/namespaces/default/pods?resourceVersionMatch=Exact", &r);
@@ -1796,8 +1807,8 @@ Test(proxy, bad_query_parameters_get_kube_status, .timeout = 180)
         cr_assert_eq(r.code, s.code, "%s: proxy HTTP %ld, sim HTTP %ld\nproxy: %s\n  sim: %s",
                      same_as_sim[i], r.code, s.code, r.body, s.body);
         cr_assert(r.body_len == s.body_len && memcmp(r.body, s.body, s.body_len) == 0,
-                  "%s: proxy and sim bodies differ\nproxy: %s\n  sim: %s", same_as_sim[i],
-                  r.body, s.body);
+                  "%s: proxy and sim bodies differ\nproxy: %s\n  sim: %s", same_as_sim[i], r.body,
+                  s.body);
         http_resp_free(&r);
         http_resp_free(&s);
     }
@@ -1969,10 +1980,10 @@ Test(proxy, bad_query_escapes_are_dropped_as_kube_apiserver_does, .timeout = 180
         const char *query;
         int items;
     } cases[] = {
-        {"resourceVersion=0&labelSelector=%zz", 1},             /* selector dropped: all */
-        {"resourceVersion=0&labelSelector=app%3Dnone;x", 1},   /* ';': dropped */
+        {"resourceVersion=0&labelSelector=%zz", 1},                /* selector dropped: all */
+        {"resourceVersion=0&labelSelector=app%3Dnone;x", 1},       /* ';': dropped */
         {"resourceVersion=0&labelSelector=app%3Dnone&limit=%", 0}, /* limit dropped */
-        {"resourceVersion=%&labelSelector=app%3Dnone", 0},     /* rv dropped: upstream */
+        {"resourceVersion=%&labelSelector=app%3Dnone", 0},         /* rv dropped: upstream */
         {"resourceVersion=0&labelSelector=app+in+%28none%29", 0},  /* '+' is a space */
     };
     struct srv sim, px;
@@ -2026,8 +2037,7 @@ Test(proxy, oversized_body_and_url_rejected, .timeout = 180)
     url[n + url_size] = '\0';
     rc = http_do("GET", url, NULL, NULL, NULL, REQ_MS, &r);
     cr_assert_eq(rc, 0, "over-long URL: the proxy must answer (%d)", rc);
-    cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld",
-              r.code);
+    cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld", r.code);
     http_resp_free(&r);
 
     /* A write of normal size through the proxy still works. */
@@ -2044,8 +2054,7 @@ Test(proxy, refused_upstream_not_ready_429, .timeout = 180)
     struct srv px;
     struct http_resp r;
 
-    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"),
-              NULL);
+    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"), NULL);
     for (int i = 0; i < 10; i++) {
         cr_assert_eq(get_code(px.url, "/readyz"), 503, "readyz while upstream refuses");
         cr_assert_eq(get_code(px.url, "/healthz"), 200, "the process is up");
@@ -2078,8 +2087,7 @@ Test(proxy, never_ready_retry_after_counts_from_creation, .timeout = 180)
     long secs;
     bool up;
 
-    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"),
-              NULL);
+    srv_spawn(&px, "proxy", ARGS("--upstream", "http://127.0.0.1:1", "--resources", "pods"), NULL);
     WAIT_FOR(up, get_code(px.url, "/healthz") == 200, READY_MS);
     cr_assert(up, "the proxy answers");
     nap(12500); /* the pods cache exists since before /healthz answered */
@@ -2102,8 +2110,8 @@ Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 180)
     struct srv sim, px;
     struct http_resp r;
 
-    const char *argv[10] = {proc_kwp_bin(), "proxy", "--listen", "127.0.0.1:0", "--upstream",
-                            NULL, "--resources", "pods", NULL};
+    const char *argv[10] = {proc_kwp_bin(), "proxy",       "--listen", "127.0.0.1:0", "--upstream",
+                            NULL,           "--resources", "pods",     NULL};
 
     sim_up(&sim, ARGS("--objects", "3", "--churn", "0"));
     cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
@@ -2113,8 +2121,9 @@ Test(proxy, hung_upstream_at_start_not_ready_429, .timeout = 180)
     if (px.p == NULL) {
         proc_kill(sim.p, SIGCONT);
     }
-    cr_assert_not_null(px.p, "the proxy did not accept connections within %d ms while its "
-                             "upstream hangs (it must serve /readyz 503 and the 429 meanwhile)",
+    cr_assert_not_null(px.p,
+                       "the proxy did not accept connections within %d ms while its "
+                       "upstream hangs (it must serve /readyz 503 and the 429 meanwhile)",
                        PROC_READY_TIMEOUT_MS);
     for (int i = 0; i < 5; i++) {
         cr_assert_eq(get_code(px.url, "/readyz"), 503, "readyz while upstream hangs");
@@ -2172,8 +2181,8 @@ Test(proxy, frozen_upstream_after_sync_serves_rv0_not_ready, .timeout = 180)
     struct http_resp r;
     bool ok;
 
-    sim_up(&sim, ARGS("--objects", "8", "--namespaces", "1", "--churn", "0",
-                      "--bookmark-interval", "1s"));
+    sim_up(&sim, ARGS("--objects", "8", "--namespaces", "1", "--churn", "0", "--bookmark-interval",
+                      "1s"));
     proxy_up(&px, sim.url, ARGS("--resources", "pods"));
     cr_assert_eq(proc_kill(sim.p, SIGSTOP), 0);
     get(px.url, "/api/v1/pods?resourceVersion=0", &r);

@@ -163,8 +163,8 @@ static char *event_data(const char *line, char *type, size_t type_cap)
     cJSON *j = cJSON_Parse(line);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "object");
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "data"),
-                                                      "k");
+    const cJSON *k =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "data"), "k");
     char *out = NULL;
 
     cr_assert_not_null(j, "a watch line that is not JSON: %.200s", line);
@@ -217,8 +217,11 @@ static size_t raw_read(int fd, char *buf, size_t cap, const char *stop, long ms)
 /* Length of the UTF-8 sequence a lead byte starts, 0 for a continuation byte. */
 static size_t utf8_seq_len(unsigned char c)
 {
-    return c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4
-                                                                                               : 0;
+    return c < 0x80             ? 1
+           : (c & 0xE0) == 0xC0 ? 2
+           : (c & 0xF0) == 0xE0 ? 3
+           : (c & 0xF8) == 0xF0 ? 4
+                                : 0;
 }
 
 /* True when <p>[0..n) starts and ends on character boundaries. */
@@ -298,15 +301,14 @@ Test(scale, big_request_headers_against_a_small_pool, .timeout = T_TIMEOUT)
 
     h = bearer(7000);
     get_with(px.url, "/api/v1/pods?watch=1&resourceVersion=0", h, &r);
-    cr_assert_eq(r.code, 431, "7000-byte token in an 8 KiB pool: HTTP %ld %.300s", r.code,
-                 r.body);
+    cr_assert_eq(r.code, 431, "7000-byte token in an 8 KiB pool: HTTP %ld %.300s", r.code, r.body);
     j = cJSON_Parse(r.body);
     cr_assert_not_null(j, "a Status body: %.300s", r.body);
     cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "kind")->valuestring, "Status");
     cr_assert_eq(cJSON_GetObjectItemCaseSensitive(j, "code")->valuedouble, 431);
-    cr_assert_not_null(strstr(cJSON_GetObjectItemCaseSensitive(j, "message")->valuestring,
-                              "--conn-memory"),
-                       "the message names the flag: %s", r.body);
+    cr_assert_not_null(
+        strstr(cJSON_GetObjectItemCaseSensitive(j, "message")->valuestring, "--conn-memory"),
+        "the message names the flag: %s", r.body);
     cJSON_Delete(j);
     http_resp_free(&r);
     free(h);
@@ -356,17 +358,17 @@ Test(scale, watch_frames_bigger_than_the_pool, .timeout = T_TIMEOUT)
         cr_assert_not_null(patch);
         snprintf(url, sizeof(url), "%s/api/v1/namespaces/big/configmaps/one", sim.url);
         snprintf(patch, strlen(text2) + 64, "{\"data\":{\"k\":\"%s\"}}", text2);
-        cr_assert_eq(
-            http_do("PATCH", url, "application/merge-patch+json", patch, NULL, REQ_MS, &r), 0);
+        cr_assert_eq(http_do("PATCH", url, "application/merge-patch+json", patch, NULL, REQ_MS, &r),
+                     0);
         cr_assert_eq(r.code, 200, "patch: HTTP %ld", r.code);
         http_resp_free(&r);
         free(patch);
     }
     n += raw_read(fd, raw + n, sizeof(raw) - n, "\r\n0\r\n\r\n", REQ_MS);
     close(fd);
-    chunks = dechunk_checked(strstr(raw, "\r\n\r\n") + 4,
-                             n - (size_t)(strstr(raw, "\r\n\r\n") + 4 - raw), body, &body_len,
-                             &done);
+    chunks =
+        dechunk_checked(strstr(raw, "\r\n\r\n") + 4,
+                        n - (size_t)(strstr(raw, "\r\n\r\n") + 4 - raw), body, &body_len, &done);
     cr_assert(done, "the stream ended with timeoutSeconds (%zu bytes)", body_len);
     for (char *line = body, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
         char *data;
@@ -384,8 +386,10 @@ Test(scale, watch_frames_bigger_than_the_pool, .timeout = T_TIMEOUT)
     }
     cr_assert_eq(added, 2u);
     cr_assert_eq(modified, 1u);
-    cr_assert_gt(chunks, 3 * lines, "frames of 30 KB through a 4 KiB pool take many chunks "
-                                    "(%zu chunks, %zu lines)", chunks, lines);
+    cr_assert_gt(chunks, 3 * lines,
+                 "frames of 30 KB through a 4 KiB pool take many chunks "
+                 "(%zu chunks, %zu lines)",
+                 chunks, lines);
     free(text);
     free(text2);
     stop(&px, "kwp proxy");
@@ -397,8 +401,8 @@ Test(scale, watch_frames_bigger_than_the_pool, .timeout = T_TIMEOUT)
 Test(scale, watches_that_end_with_a_close, .timeout = T_TIMEOUT)
 {
     static char raw[1 << 20], body[1 << 20];
-    static const char *const heads[] = {
-        "HTTP/1.0\r\n", "HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"};
+    static const char *const heads[] = {"HTTP/1.0\r\n",
+                                        "HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"};
     struct srv sim, px;
 
     start(&sim, "sim", NULL, ARGS("--objects", "5", "--churn", "0"));
@@ -451,8 +455,7 @@ Test(scale, quiet_watch_delivers_after_releasing_its_buffer, .timeout = T_TIMEOU
     ns_post(sim.url, "q");
     cm_post(sim.url, "q", "first", "x");
     start(&px, "proxy", sim.url, ARGS("--resources", "configmaps"));
-    snprintf(url, sizeof(url),
-             "%s/api/v1/namespaces/q/configmaps?watch=1&resourceVersion=0",
+    snprintf(url, sizeof(url), "%s/api/v1/namespaces/q/configmaps?watch=1&resourceVersion=0",
              px.url);
     w = watch_open(url, 120000);
     cr_assert_eq(watch_wait_status(w, REQ_MS), 200);
@@ -484,8 +487,7 @@ Test(scale, connection_cap_queues_new_clients, .timeout = T_TIMEOUT)
     char url[400];
 
     start(&sim, "sim", NULL, ARGS("--objects", "2", "--churn", "0"));
-    start(&px, "proxy", sim.url,
-          ARGS("--resources", "pods", "--max-connections", "16"));
+    start(&px, "proxy", sim.url, ARGS("--resources", "pods", "--max-connections", "16"));
     snprintf(url, sizeof(url), "%s/api/v1/pods?watch=1&resourceVersion=0", px.url);
     for (int i = 0; i < CAP; i++) {
         w[i] = watch_open(url, 120000);

@@ -215,8 +215,8 @@ static void compact_now(const struct srv *s)
 /* ---- watch events -------------------------------------------------------------------- */
 
 /* Asserts line <i> is a <type> event for object <name> at <rv>, with kind/apiVersion. */
-static void expect_event(struct watch *w, size_t i, const char *type, const char *name,
-                         uint64_t rv, const char *kind)
+static void expect_event(struct watch *w, size_t i, const char *type, const char *name, uint64_t rv,
+                         const char *kind)
 {
     struct api_ev e;
 
@@ -248,9 +248,9 @@ static void expect_count(struct watch *w, size_t n)
                  have > n ? n : 0, have > n ? watch_line(w, n, NULL) : "");
 }
 
-#define NOT_FOUND_FMT \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"," \
-    "\"message\":\"%s \\\"%s\\\" not found\",\"reason\":\"NotFound\"," \
+#define NOT_FOUND_FMT                                                                              \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
+    "\"message\":\"%s \\\"%s\\\" not found\",\"reason\":\"NotFound\","                             \
     "\"details\":{\"name\":\"%s\",\"kind\":\"%s\"},\"code\":404}"
 
 /* ====================================================================================== */
@@ -400,8 +400,8 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
     cr_assert(http_resp_header(&r, "Content-Type", ctype, sizeof(ctype)));
     cr_assert_str_eq(ctype, "application/json");
     j = json_body(&r);
-    cr_assert(cJSON_Compare(j, created, true), "GET differs from create response\n%s\n%s",
-              r.body, cJSON_PrintUnformatted(created));
+    cr_assert(cJSON_Compare(j, created, true), "GET differs from create response\n%s\n%s", r.body,
+              cJSON_PrintUnformatted(created));
     cJSON_Delete(j);
     http_resp_free(&r);
 
@@ -453,8 +453,8 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
     cJSON_Delete(j);
 
     /* Strategic merge patch is accepted (treated as a merge patch). */
-    req(&s, "PATCH", path, "application/strategic-merge-patch+json",
-        "{\"data\":{\"k3\":\"s\"}}", &r);
+    req(&s, "PATCH", path, "application/strategic-merge-patch+json", "{\"data\":{\"k3\":\"s\"}}",
+        &r);
     cr_assert_eq(r.code, 200, "strategic merge patch: %ld %s", r.code, r.body);
     http_resp_free(&r);
 
@@ -573,8 +573,8 @@ Test(sim, route_errors_carry_empty_details, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    const char *const extra[] = { "--resource", "example.com/v1/widgets:namespaced",
-                                  "--resource", "example.com/v1/gizmos:cluster", NULL };
+    const char *const extra[] = {"--resource", "example.com/v1/widgets:namespaced", "--resource",
+                                 "example.com/v1/gizmos:cluster", NULL};
     struct srv s;
     struct http_resp r;
     cJSON *j;
@@ -635,7 +635,7 @@ Test(sim, custom_resource_from_flag, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    static const char *const abc[] = { "a", "b", "c", NULL };
+    static const char *const abc[] = {"a", "b", "c", NULL};
     struct srv s;
     struct http_resp r;
     cJSON *j;
@@ -707,7 +707,7 @@ Test(sim, list_rv_unset_zero_and_not_older_than, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert_eq(r.code, 200);
     j = json_body(&r);
     {
-        static const char *const ab[] = { "a", "b", NULL };
+        static const char *const ab[] = {"a", "b", NULL};
         struct token t;
 
         expect_item_names(j, ab);
@@ -757,8 +757,8 @@ Test(sim, list_and_get_future_rv_504_after_3s, .timeout = SIM_TEST_TIMEOUT_S)
     api_expect_header(&r, "Retry-After", "1");
     http_resp_free(&r);
 
-    snprintf(path, sizeof(path),
-             "/api/v1/namespaces/fut/configmaps/c1?resourceVersion=%" PRIu64, rv1 + 50);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/fut/configmaps/c1?resourceVersion=%" PRIu64,
+             rv1 + 50);
     t0 = http_now_ms();
     get(&s, path, &r);
     el = http_now_ms() - t0;
@@ -885,7 +885,7 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
     cr_assert_eq(r.code, 200);
     j = json_body(&r);
     {
-        static const char *const a[] = { "a", NULL };
+        static const char *const a[] = {"a", NULL};
 
         expect_item_names(j, a);
     }
@@ -896,8 +896,9 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
     token_decode(tok, &t);
     cr_assert_str_eq(t.v, "meta.k8s.io/v1");
     cr_assert_eq(t.rv, (int64_t)r2);
-    cr_assert_str_eq(t.start, "a", "start key = last item's key without the namespace "
-                                   "prefix (SEMANTICS 1.6)");
+    cr_assert_str_eq(t.start, "a",
+                     "start key = last item's key without the namespace "
+                     "prefix (SEMANTICS 1.6)");
     cr_assert(t.had_nul, "start ends with \\u0000");
     cJSON_Delete(j);
     http_resp_free(&r);
@@ -908,7 +909,7 @@ Test(sim, list_exact_and_legacy_exact_from_history, .timeout = SIM_TEST_TIMEOUT_
     cr_assert_eq(r.code, 200, "continue: %ld %s", r.code, r.body);
     j = json_body(&r);
     {
-        static const char *const b[] = { "b", NULL };
+        static const char *const b[] = {"b", NULL};
 
         expect_item_names(j, b);
     }
@@ -956,11 +957,10 @@ Test(sim, limit_continue_over_1000_objects, .timeout = SIM_TEST_TIMEOUT_S)
         int n = 0;
 
         if (pages == 0) {
-            snprintf(path, sizeof(path), "/api/v1/namespaces/page/configmaps?limit=%d",
-                     PAGE_LIMIT);
+            snprintf(path, sizeof(path), "/api/v1/namespaces/page/configmaps?limit=%d", PAGE_LIMIT);
         } else {
-            snprintf(path, sizeof(path),
-                     "/api/v1/namespaces/page/configmaps?limit=%d&continue=%s", PAGE_LIMIT, tok);
+            snprintf(path, sizeof(path), "/api/v1/namespaces/page/configmaps?limit=%d&continue=%s",
+                     PAGE_LIMIT, tok);
         }
         get(&s, path, &r);
         cr_assert_eq(r.code, 200, "page %d: %ld %s", pages, r.code, r.body);
@@ -1028,7 +1028,7 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
         "token results in an inconsistent list - objects that were created, modified, or "
         "deleted between the time the first chunk was returned and now may show up in the "
         "list.";
-    const char *const extra[] = { "--history-events", "1", NULL };
+    const char *const extra[] = {"--history-events", "1", NULL};
     struct srv s;
     struct http_resp r;
     char path[1024];
@@ -1118,7 +1118,7 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
     j = json_body(&r);
     cr_assert_eq(json_rv(j), rnow, "consistent read at the latest revision");
     {
-        static const char *const b[] = { "b", NULL };
+        static const char *const b[] = {"b", NULL};
 
         expect_item_names(j, b);
     }
@@ -1129,14 +1129,14 @@ Test(sim, exact_and_continue_below_compaction_410, .timeout = SIM_TEST_TIMEOUT_S
 
 Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
 {
-#define POD_FMT \
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},\"spec\":" \
-        "{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
+#define POD_FMT                                                                                    \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},\"spec\":"             \
+    "{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}"
     struct srv s;
     struct http_resp r;
     char body[512];
     cJSON *j;
-    static const char *const pods[][2] = { { "p1", "n1" }, { "p2", "n1" }, { "p3", "n2" } };
+    static const char *const pods[][2] = {{"p1", "n1"}, {"p2", "n1"}, {"p3", "n2"}};
     size_t i;
 
     sim_start(&s, NULL);
@@ -1150,19 +1150,18 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
     j = json_body(&r);
     {
-        static const char *const want[] = { "p1", "p2", NULL };
+        static const char *const want[] = {"p1", "p2", NULL};
 
         expect_item_names(j, want);
     }
     cJSON_Delete(j);
     http_resp_free(&r);
 
-    get(&s, "/api/v1/namespaces/fs/pods?fieldSelector=spec.nodeName%3Dn1,metadata.name!%3Dp2",
-        &r);
+    get(&s, "/api/v1/namespaces/fs/pods?fieldSelector=spec.nodeName%3Dn1,metadata.name!%3Dp2", &r);
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
     j = json_body(&r);
     {
-        static const char *const want[] = { "p1", NULL };
+        static const char *const want[] = {"p1", NULL};
 
         expect_item_names(j, want);
     }
@@ -1173,7 +1172,7 @@ Test(sim, field_selectors_on_pods, .timeout = SIM_TEST_TIMEOUT_S)
     cr_assert_eq(r.code, 200, "%ld %s", r.code, r.body);
     j = json_body(&r);
     {
-        static const char *const want[] = { "p3", NULL };
+        static const char *const want[] = {"p3", NULL};
 
         expect_item_names(j, want);
     }
@@ -1215,8 +1214,8 @@ Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
     r7 = api_cm_patch(s.url, "wr", "c", "{\"data\":{\"k\":\"2\"}}", NULL);
     cr_assert(r1 < r2 && r2 < r3 && r3 < r4 && r4 < r5 && r5 < r6 && r6 < r7);
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%"
-             PRIu64, r2);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%" PRIu64, r2);
     w = api_watch(s.url, path, 200);
     cr_assert(http_header_get(watch_headers(w), "Content-Type", hv, sizeof(hv)));
     cr_assert_str_eq(hv, "application/json", "watch Content-Type (SEMANTICS 2.9)");
@@ -1224,11 +1223,11 @@ Test(sim, watch_replays_history_from_rv, .timeout = SIM_TEST_TIMEOUT_S)
               "watch is chunked");
     cr_assert_str_eq(hv, "chunked");
     cr_assert(!http_header_get(watch_headers(w), "Content-Length", hv, sizeof(hv)));
-    snprintf(path, sizeof(path), "/api/v1/watch/namespaces/wr/configmaps?resourceVersion=%"
-             PRIu64, r2);
+    snprintf(path, sizeof(path), "/api/v1/watch/namespaces/wr/configmaps?resourceVersion=%" PRIu64,
+             r2);
     wl = api_watch(s.url, path, 200);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%"
-             PRIu64, r7);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wr/configmaps?watch=1&resourceVersion=%" PRIu64, r7);
     wnow = api_watch(s.url, path, 200);
 
     expect_event(w, 0, "MODIFIED", "a", r3, "ConfigMap");
@@ -1271,7 +1270,7 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     static const char *const prefix =
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
         "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: ";
-    const char *const extra[] = { "--history-events", "1", NULL };
+    const char *const extra[] = {"--history-events", "1", NULL};
     struct srv s;
     struct watch *w;
     char path[256];
@@ -1293,19 +1292,20 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     }
     compact_now(&s);
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
-             PRIu64, r1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%" PRIu64, r1);
     w = api_watch(s.url, path, 200);
     line = api_wline(w, 0);
     cr_assert_eq(watch_wait_end(w, 5000), 0, "the stream ends after the ERROR event");
     expect_count(w, 1);
     snprintf(expected, sizeof(expected), "%s%" PRIu64 " (", prefix, r1);
-    cr_assert(strncmp(line, expected, strlen(expected)) == 0, "ERROR line\nexpected: %s...\n"
-              "     got: %s", expected, line);
+    cr_assert(strncmp(line, expected, strlen(expected)) == 0,
+              "ERROR line\nexpected: %s...\n"
+              "     got: %s",
+              expected, line);
     y = strtoull(line + strlen(expected), &end, 10);
     snprintf(expected, sizeof(expected),
-             "%s%" PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}", prefix, r1,
-             y);
+             "%s%" PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}", prefix, r1, y);
     cr_assert_str_eq(line, expected, "exact ERROR line\nexpected: %s\n     got: %s", expected,
                      line);
     cr_assert(y > r1 && y <= rnow, "boundary %" PRIu64 " in (%" PRIu64 ", %" PRIu64 "]", y, r1,
@@ -1313,19 +1313,19 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     watch_close(w);
 
     /* rv = Y-1 is too old, with the same boundary. */
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
-             PRIu64, y - 1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%" PRIu64, y - 1);
     w = api_watch(s.url, path, 200);
     snprintf(expected, sizeof(expected),
-             "%s%" PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}", prefix,
-             y - 1, y);
+             "%s%" PRIu64 " (%" PRIu64 ")\",\"reason\":\"Expired\",\"code\":410}}", prefix, y - 1,
+             y);
     api_expect_line(w, 0, expected);
     cr_assert_eq(watch_wait_end(w, 5000), 0);
     watch_close(w);
 
     /* rv = Y (oldest-1) is accepted: events after Y, no ERROR. */
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%"
-             PRIu64, y);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wc/configmaps?watch=1&resourceVersion=%" PRIu64, y);
     w = api_watch(s.url, path, 200);
     r_new = api_cm_patch(s.url, "wc", "a", "{\"data\":{\"k\":\"new\"}}", NULL);
     for (i = 0;; i++) {
@@ -1345,8 +1345,8 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
     /* Vector 30: a watch-list below the compaction is not too old. */
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/wc/configmaps?watch=1&sendInitialEvents=true&"
-             "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%"
-             PRIu64, r1);
+             "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             r1);
     w = api_watch(s.url, path, 200);
     expect_event(w, 0, "ADDED", "a", r_new, "ConfigMap");
     snprintf(expected, sizeof(expected), API_CM_END_BOOKMARK_FMT, r_new);
@@ -1356,10 +1356,11 @@ Test(sim, watch_below_compaction_gets_410_error_event, .timeout = SIM_TEST_TIMEO
 }
 
 /* Vectors 27, 28 and the 1.34+ defaulting of rv unset. */
-Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout = SIM_TEST_TIMEOUT_S)
+Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order,
+     .timeout = SIM_TEST_TIMEOUT_S)
 {
     struct srv s;
-    static const char *const abc[] = { "a", "b", "c", NULL };
+    static const char *const abc[] = {"a", "b", "c", NULL};
     struct watch *w0, *w0b, *wu;
     char bm[512];
     uint64_t rc_, ra, rb, rc2, rd;
@@ -1379,7 +1380,7 @@ Test(sim, watch_rv0_and_unset_start_with_synthetic_added_in_key_order, .timeout 
                     200);
     wu = api_watch(s.url, "/api/v1/namespaces/w0/configmaps?watch=true", 200);
     {
-        const uint64_t rvs[] = { ra, rb, rc2 };
+        const uint64_t rvs[] = {ra, rb, rc2};
 
         expect_added(w0, 0, abc, rvs);
         expect_added(w0b, 0, abc, rvs);
@@ -1424,8 +1425,8 @@ Test(sim, watch_list_send_initial_events_end_bookmark, .timeout = SIM_TEST_TIMEO
                     "resourceVersionMatch=NotOlderThan&resourceVersion=0",
                     200);
     {
-        static const char *const ab[] = { "a", "b", NULL };
-        const uint64_t rvs[] = { ra, rb };
+        static const char *const ab[] = {"a", "b", NULL};
+        const uint64_t rvs[] = {ra, rb};
 
         expect_added(w, 0, ab, rvs);
         expect_added(wnb, 0, ab, rvs);
@@ -1458,15 +1459,15 @@ Test(sim, watch_list_future_rv_error_event_after_3s, .timeout = SIM_TEST_TIMEOUT
     r1 = api_cm_create(s.url, "wf", "a", NULL, "1", NULL);
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/wf/configmaps?watch=1&sendInitialEvents=true&"
-             "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%"
-             PRIu64, r1 + 100);
+             "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=%" PRIu64,
+             r1 + 100);
     w = api_watch(s.url, path, 200);
     snprintf(status, sizeof(status), API_TOO_LARGE_FMT, r1 + 100, r1);
     snprintf(expected, sizeof(expected), "{\"type\":\"ERROR\",\"object\":%s}", status);
     api_expect_line(w, 0, expected);
     watch_line(w, 0, &at);
-    cr_assert_geq(at - watch_opened_ms(w), 3000, "ERROR only after the 3 s wait (%" PRIu64
-                  " ms)", at - watch_opened_ms(w));
+    cr_assert_geq(at - watch_opened_ms(w), 3000, "ERROR only after the 3 s wait (%" PRIu64 " ms)",
+                  at - watch_opened_ms(w));
     cr_assert_eq(watch_wait_end(w, 5000), 0, "stream ends after the ERROR event");
     expect_count(w, 1);
     watch_close(w);
@@ -1486,8 +1487,8 @@ Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
     sim_start(&s, NULL);
     api_make_ns(s.url, "wfu");
     r1 = api_cm_create(s.url, "wfu", "a", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/wfu/configmaps?watch=1&resourceVersion=%"
-             PRIu64, r1 + 3);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/wfu/configmaps?watch=1&resourceVersion=%" PRIu64, r1 + 3);
     w = api_watch(s.url, path, 200);
     for (i = 0; i < 6; i++) {
         snprintf(name, sizeof(name), "x%d", i);
@@ -1506,7 +1507,7 @@ Test(sim, watch_future_rv_waits_silently, .timeout = SIM_TEST_TIMEOUT_S)
  * (SEMANTICS 2.6; vector 36's "other namespace" write), never repeating an RV. */
 Test(sim, bookmarks_with_short_interval, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    const char *const extra[] = { "--bookmark-interval", "1s", NULL };
+    const char *const extra[] = {"--bookmark-interval", "1s", NULL};
     struct srv s;
     struct watch *w, *wplain;
     char path[256];
@@ -1517,11 +1518,13 @@ Test(sim, bookmarks_with_short_interval, .timeout = SIM_TEST_TIMEOUT_S)
     api_make_ns(s.url, "bm");
     api_make_ns(s.url, "bm-other");
     r1 = api_cm_create(s.url, "bm", "a", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&allowWatchBookmarks=true", r1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&allowWatchBookmarks=true",
+             r1);
     w = api_watch(s.url, path, 200);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%"
-             PRIu64, r1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/bm/configmaps?watch=1&resourceVersion=%" PRIu64, r1);
     wplain = api_watch(s.url, path, 200);
 
     r2 = api_cm_create(s.url, "bm-other", "x", NULL, "1", NULL);
@@ -1562,12 +1565,16 @@ Test(sim, timeout_seconds_ends_stream_with_pre_deadline_bookmark, .timeout = SIM
     api_make_ns(s.url, "to");
     api_make_ns(s.url, "to-other");
     r1 = api_cm_create(s.url, "to", "a", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&allowWatchBookmarks=true&timeoutSeconds=5", r1);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&allowWatchBookmarks=true&timeoutSeconds=5",
+             r1);
     w = api_watch(s.url, path, 200);
     r2 = api_cm_create(s.url, "to-other", "x", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&allowWatchBookmarks=true&timeoutSeconds=2", r2);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/to/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&allowWatchBookmarks=true&timeoutSeconds=2",
+             r2);
     wq = api_watch(s.url, path, 200);
 
     snprintf(bm, sizeof(bm), API_CM_BOOKMARK_FMT, r2);
@@ -1613,8 +1620,10 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
     api_cm_create(s.url, "sel", "a", "{\"app\":\"x\"}", "1", &a0);
     api_cm_create(s.url, "sel", "b", "{\"app\":\"x\"}", "1", NULL);
     r0 = api_cm_create(s.url, "sel", "d", NULL, "1", NULL);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&labelSelector=app%%3Dx", r0);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&labelSelector=app%%3Dx",
+             r0);
     w = api_watch(s.url, path, 200);
 
     r1 = api_cm_patch(s.url, "sel", "a", "{\"metadata\":{\"labels\":{\"app\":\"y\"}}}", NULL);
@@ -1653,8 +1662,10 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
     api_ev_free(&e);
 
     /* A replay of the same window gives the same lines. */
-    snprintf(path, sizeof(path), "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&labelSelector=app%%3Dx", r0);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/sel/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&labelSelector=app%%3Dx",
+             r0);
     wr = api_watch(s.url, path, 200);
     api_wline(wr, 5);
     for (i = 0; i < 6; i++) {
@@ -1672,10 +1683,10 @@ Test(sim, label_selector_transitions, .timeout = SIM_TEST_TIMEOUT_S)
 /* bad input (SEMANTICS 1.1, 2.1, 5 and vectors 13-21, 32-34)                             */
 /* ====================================================================================== */
 
-#define INVALID_FMT                                                                        \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","    \
-    "\"message\":\"ListOptions.meta.k8s.io \\\"\\\" is invalid: %s: %s\",\"reason\":"      \
-    "\"Invalid\",\"details\":{\"group\":\"meta.k8s.io\",\"kind\":\"ListOptions\","         \
+#define INVALID_FMT                                                                                \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
+    "\"message\":\"ListOptions.meta.k8s.io \\\"\\\" is invalid: %s: %s\",\"reason\":"              \
+    "\"Invalid\",\"details\":{\"group\":\"meta.k8s.io\",\"kind\":\"ListOptions\","                 \
     "\"causes\":[{\"reason\":\"%s\",\"message\":\"%s\",\"field\":\"%s\"}]},\"code\":422}"
 
 static void expect_invalid(const struct srv *s, const char *path, const char *field,
@@ -1684,8 +1695,8 @@ static void expect_invalid(const struct srv *s, const char *path, const char *fi
     struct http_resp r;
     char expected[2048];
 
-    snprintf(expected, sizeof(expected), INVALID_FMT, field, body_text, cause_reason,
-             body_text, field);
+    snprintf(expected, sizeof(expected), INVALID_FMT, field, body_text, cause_reason, body_text,
+             field);
     get(s, path, &r);
     expect_status(&r, 422, expected);
     http_resp_free(&r);
@@ -1869,7 +1880,8 @@ Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_T
     sim_start(&s, extra);
     req(&s, "POST", "/apis/batch/v1/namespaces/default/jobs", "application/json",
         "{\"metadata\":{\"name\":\"j1\"},\"spec\":{\"template\":{\"spec\":{\"containers\":"
-        "[{\"name\":\"c\",\"image\":\"x\"}]}}}}", &r);
+        "[{\"name\":\"c\",\"image\":\"x\"}]}}}}",
+        &r);
     cr_assert_eq(r.code, 201, "%s", r.body);
     http_resp_free(&r);
     expect_bad_request(&s, "/apis/batch/v1/jobs?fieldSelector=spec.x%3D1",
@@ -1888,7 +1900,8 @@ Test(sim, computed_field_selectors_and_job_converter_text, .timeout = SIM_TEST_T
     /* pods: spec.hostNetwork is "false" when the pod does not set it */
     req(&s, "POST", "/api/v1/namespaces/default/pods", "application/json",
         "{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"containers\":[{\"name\":\"c\","
-        "\"image\":\"x\"}]}}", &r);
+        "\"image\":\"x\"}]}}",
+        &r);
     cr_assert_eq(r.code, 201, "%s", r.body);
     http_resp_free(&r);
     get(&s, "/api/v1/pods?resourceVersion=0&fieldSelector=spec.hostNetwork%3Dfalse", &r);
@@ -1997,7 +2010,7 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
     char *url = malloc(big + 512);
     char *hdr = malloc(big + 64);
     char *body = malloc(body_size + 256);
-    const char *extra[2] = { NULL, NULL };
+    const char *extra[2] = {NULL, NULL};
     size_t n;
     int rc;
 
@@ -2010,10 +2023,8 @@ Test(sim, oversized_url_header_and_body_rejected, .timeout = SIM_TEST_TIMEOUT_S)
     memset(url + n, 'x', big);
     url[n + big] = '\0';
     rc = http_do("GET", url, NULL, NULL, NULL, API_REQ_MS, &r);
-    cr_assert_eq(rc, 0, "over-long URL: no response (%d): the server must answer, not drop",
-                 rc);
-    cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld",
-              r.code);
+    cr_assert_eq(rc, 0, "over-long URL: no response (%d): the server must answer, not drop", rc);
+    cr_assert(r.code == 414 || r.code == 431 || r.code == 400, "over-long URL: HTTP %ld", r.code);
     http_resp_free(&r);
 
     n = (size_t)snprintf(hdr, 64, "X-Big: ");
@@ -2076,7 +2087,7 @@ Test(sim, json_bodies_end_with_newline, .timeout = SIM_TEST_TIMEOUT_S)
 
 Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    const char *const extra[] = { "--history-events", "1", NULL };
+    const char *const extra[] = {"--history-events", "1", NULL};
     struct srv s;
     struct http_resp r;
     struct watch *w;
@@ -2096,8 +2107,10 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
     http_resp_free(&r);
     get(&s, "/api/v1/namespaces/st/configmaps/a", &r);
     http_resp_free(&r);
-    snprintf(path, sizeof(path), "/api/v1/namespaces/st/configmaps?watch=1&resourceVersion=%"
-             PRIu64 "&timeoutSeconds=1", rv);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/st/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&timeoutSeconds=1",
+             rv);
     w = api_watch(s.url, path, 200);
     st1 = api_sim_stats(s.url);
     cr_assert_eq(json_num(st1, "resources.configmaps.lists"),
@@ -2124,8 +2137,10 @@ Test(sim, stats_counters_move, .timeout = SIM_TEST_TIMEOUT_S)
             break;
         }
         nap(20);
-        cr_assert_lt(http_now_ms(), deadline, "watches_open still %" PRIu64 " 3 s after the "
-                     "stream ended", open);
+        cr_assert_lt(http_now_ms(), deadline,
+                     "watches_open still %" PRIu64 " 3 s after the "
+                     "stream ended",
+                     open);
     }
 
     api_cm_patch(s.url, "st", "a", "{\"data\":{\"k\":\"2\"}}", NULL);
@@ -2168,8 +2183,8 @@ static void obj_key(const cJSON *o, char *out, size_t cap)
  * event's RV; RVs strictly increase; event types agree with the state. */
 Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    const char *const argv_tail[] = { "--objects", "200", "--namespaces", "4", "--churn", "200",
-                                      "--seed", "42", NULL };
+    const char *const argv_tail[] = {"--objects", "200",    "--namespaces", "4", "--churn",
+                                     "200",       "--seed", "42",           NULL};
     enum { CAP = 4096 };
     struct srv s;
     struct http_resp r;
@@ -2236,8 +2251,8 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
     }
     watch_close(w);
 
-    snprintf(path, sizeof(path), "/api/v1/pods?resourceVersion=%" PRIu64
-             "&resourceVersionMatch=Exact", last);
+    snprintf(path, sizeof(path),
+             "/api/v1/pods?resourceVersion=%" PRIu64 "&resourceVersionMatch=Exact", last);
     get(&s, path, &r);
     cr_assert_eq(r.code, 200, "Exact at the last event: %ld %s", r.code, r.body);
     j = json_body(&r);
@@ -2262,8 +2277,8 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
 
 Test(sim, seed_makes_initial_objects_reproducible, .timeout = SIM_TEST_TIMEOUT_S)
 {
-    const char *const argv_tail[] = { "--objects", "30", "--namespaces", "3", "--churn", "0",
-                                      "--seed", "7", NULL };
+    const char *const argv_tail[] = {
+        "--objects", "30", "--namespaces", "3", "--churn", "0", "--seed", "7", NULL};
     struct srv a, b;
     struct http_resp ra, rb;
     cJSON *ja, *jb;

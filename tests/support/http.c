@@ -160,8 +160,8 @@ static int map_curl_rc(CURLcode rc, bool too_big)
 int http_do(const char *method, const char *url, const char *content_type, const char *body,
             const char *const *extra_headers, long timeout_ms, struct http_resp *out)
 {
-    struct buf b = { 0 };
-    struct buf h = { 0 };
+    struct buf b = {0};
+    struct buf h = {0};
     struct curl_slist *hdrs = NULL;
     char errbuf[CURL_ERROR_SIZE] = "";
     CURL *e = NULL;
@@ -194,8 +194,8 @@ int http_do(const char *method, const char *url, const char *content_type, const
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->code);
     rc = map_curl_rc(crc, b.too_big || h.too_big);
     if (rc != 0) {
-        fprintf(stderr, "http_do: %s %.200s: %s (%s); HTTP %ld, %zu body bytes so far\n",
-                method, url, curl_easy_strerror(crc), errbuf, out->code, b.len);
+        fprintf(stderr, "http_do: %s %.200s: %s (%s); HTTP %ld, %zu body bytes so far\n", method,
+                url, curl_easy_strerror(crc), errbuf, out->code, b.len);
     }
     /* Even on error, hand over what arrived (a truncated body helps the diagnosis). */
     if (!b.data && buf_append(&b, "", 0) != 0) {
@@ -288,20 +288,20 @@ struct watch_line {
 
 struct watch {
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* signalled on status, each line, and the end */
-    struct watch_line *lines;   /* under mu; entries never move their text */
-    size_t n_lines;             /* under mu */
-    size_t cap_lines;           /* under mu */
-    struct buf partial;         /* curl thread only */
-    size_t total_bytes;         /* curl thread only */
-    struct buf hdr;             /* curl thread; published by headers_done */
-    long status;                /* under mu */
-    bool headers_done;          /* under mu */
-    bool ended;                 /* under mu */
-    uint64_t end_ms;            /* under mu */
-    int curl_rc;                /* under mu */
-    uint64_t opened_ms;         /* immutable */
-    atomic_bool stop;           /* set by watch_close */
+    pthread_cond_t cv;        /* signalled on status, each line, and the end */
+    struct watch_line *lines; /* under mu; entries never move their text */
+    size_t n_lines;           /* under mu */
+    size_t cap_lines;         /* under mu */
+    struct buf partial;       /* curl thread only */
+    size_t total_bytes;       /* curl thread only */
+    struct buf hdr;           /* curl thread; published by headers_done */
+    long status;              /* under mu */
+    bool headers_done;        /* under mu */
+    bool ended;               /* under mu */
+    uint64_t end_ms;          /* under mu */
+    int curl_rc;              /* under mu */
+    uint64_t opened_ms;       /* immutable */
+    atomic_bool stop;         /* set by watch_close */
     CURLM *multi;
     CURL *easy;
     struct curl_slist *hdrs;

@@ -22,10 +22,10 @@
 
 /* One complete response. Owned by the caller; release with http_resp_free. */
 struct http_resp {
-    long code;      /* HTTP status, 0 when no response arrived */
-    char *body;     /* NUL-terminated (body_len bytes plus NUL), never NULL after success */
+    long code;  /* HTTP status, 0 when no response arrived */
+    char *body; /* NUL-terminated (body_len bytes plus NUL), never NULL after success */
     size_t body_len;
-    char *headers;  /* raw header block of the final response ("Name: value\r\n"...) */
+    char *headers; /* raw header block of the final response ("Name: value\r\n"...) */
 };
 
 /* Monotonic milliseconds, for measuring elapsed time in tests. */

@@ -33,21 +33,21 @@
 #define PROC_LISTEN_PREFIX "listening on "
 
 struct proc {
-    pid_t pid;               /* child, > 0 until reaped */
-    int out_fd;              /* read end of the child's stdout pipe */
-    int out_log_fd;          /* <dir>/stdout.log, written by the drain thread */
-    int stop_efd;            /* eventfd that tells the drain thread to finish */
+    pid_t pid;      /* child, > 0 until reaped */
+    int out_fd;     /* read end of the child's stdout pipe */
+    int out_log_fd; /* <dir>/stdout.log, written by the drain thread */
+    int stop_efd;   /* eventfd that tells the drain thread to finish */
     bool drain_started;
     pthread_t drain;
-    char dir[PROC_DIR_MAX];  /* mkdtemp directory holding both logs */
+    char dir[PROC_DIR_MAX];          /* mkdtemp directory holding both logs */
     char err_log[PROC_DIR_MAX + 16]; /* <dir>/stderr.log */
     char out_log[PROC_DIR_MAX + 16]; /* <dir>/stdout.log */
-    struct proc *next;       /* registry link, under registry_lock */
+    struct proc *next;               /* registry link, under registry_lock */
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct proc *registry;    /* live children of this process, under registry_lock */
-static pid_t registry_owner;     /* getpid() of the process that owns the registry */
+static struct proc *registry; /* live children of this process, under registry_lock */
+static pid_t registry_owner;  /* getpid() of the process that owns the registry */
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 
 static void proc_free(struct proc *p, bool keep);
@@ -209,8 +209,8 @@ static void *drain_main(void *arg)
 
     for (;;) {
         struct pollfd pfd[2] = {
-            { .fd = p->out_fd, .events = POLLIN },
-            { .fd = p->stop_efd, .events = POLLIN },
+            {.fd = p->out_fd, .events = POLLIN},
+            {.fd = p->stop_efd, .events = POLLIN},
         };
         ssize_t n;
 
@@ -309,11 +309,11 @@ static int wait_child(pid_t pid, int timeout_ms)
             return -ETIMEDOUT;
         }
         if (pidfd != -1) {
-            struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+            struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
 
             poll(&pfd, 1, (int)(deadline - now));
         } else {
-            struct timespec ts = { 0, 10 * 1000000L };
+            struct timespec ts = {0, 10 * 1000000L};
 
             nanosleep(&ts, NULL);
         }
@@ -387,7 +387,7 @@ static int read_listen_line(struct proc *p, char *url_out, size_t url_cap)
 
     for (;;) {
         char buf[1024];
-        struct pollfd pfd = { .fd = p->out_fd, .events = POLLIN };
+        struct pollfd pfd = {.fd = p->out_fd, .events = POLLIN};
         uint64_t now = now_ms();
         ssize_t n;
         ssize_t i;
@@ -445,7 +445,7 @@ struct proc *proc_spawn(const char *const argv[], char *url_out, size_t url_cap)
 {
     const char *tmp = getenv("TMPDIR");
     struct proc *p = NULL;
-    int pipefd[2] = { -1, -1 };
+    int pipefd[2] = {-1, -1};
     int err_fd = -1;
     int null_fd = -1;
     pid_t parent = getpid();
@@ -510,8 +510,8 @@ struct proc *proc_spawn(const char *const argv[], char *url_out, size_t url_cap)
 
         fprintf(stderr, "proc_spawn: %s: no \"%s\" line: %s\n", argv[0], PROC_LISTEN_PREFIX,
                 rc == -ETIMEDOUT ? "timed out after 5 s"
-                : rc == -ENOSPC ? "URL too long"
-                                : "stdout closed (child exited?)");
+                : rc == -ENOSPC  ? "URL too long"
+                                 : "stdout closed (child exited?)");
         kill(p->pid, SIGKILL);
         st = wait_child(p->pid, PROC_STOP_TIMEOUT_MS);
         fprintf(stderr, "proc_spawn: child exit status %d\n", status_to_code(st));

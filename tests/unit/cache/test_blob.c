@@ -217,8 +217,8 @@ Test(blob, keys_interned_values_shared_from_second_sight)
     char ns[] = "ns1";
     struct blob_kv fields[] = {{key, "ns1"}, {"spec.nodeName", "n1"}, {"metadata.name", "p1"}};
     struct blob_kv labels[] = {{"app", web}, {"empty", ""}};
-    struct blob_meta m = {.ns = ns, .name = "p1", .labels = labels, .n_labels = 2,
-                          .fields = fields, .n_fields = 3};
+    struct blob_meta m = {
+        .ns = ns, .name = "p1", .labels = labels, .n_labels = 2, .fields = fields, .n_fields = 3};
     struct blob *a = blob_new("{}", 2, &m);
     struct blob *b;
     struct blob *c;
@@ -352,13 +352,15 @@ Test(blob, too_many_pairs_are_refused_unread)
 {
     static const struct blob_kv one[1] = {{"k", "v"}};
 
-    cr_assert_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = one,
-                                                         .n_labels = BLOB_MAX_KV + 1}));
-    cr_assert_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .fields = one,
-                                                         .n_fields = BLOB_MAX_KV + 1}));
+    cr_assert_null(blob_new(
+        "{}", 2, &(struct blob_meta){.name = "a", .labels = one, .n_labels = BLOB_MAX_KV + 1}));
+    cr_assert_null(blob_new(
+        "{}", 2, &(struct blob_meta){.name = "a", .fields = one, .n_fields = BLOB_MAX_KV + 1}));
     cr_assert_null(blob_new("{}", 2,
-                            &(struct blob_meta){.name = "a", .labels = one,
-                                                .n_labels = BLOB_MAX_KV / 2 + 1, .fields = one,
+                            &(struct blob_meta){.name = "a",
+                                                .labels = one,
+                                                .n_labels = BLOB_MAX_KV / 2 + 1,
+                                                .fields = one,
                                                 .n_fields = BLOB_MAX_KV / 2 + 1}));
 }
 
@@ -381,8 +383,10 @@ Test(blob, seventy_thousand_labels_and_fields)
         labels[i] = (struct blob_kv){keys[0][i], vals[i]};
         fields[i] = (struct blob_kv){keys[1][i], i % 2 == 0 ? "" : vals[i]};
     }
-    b = blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = labels, .n_labels = N,
-                                              .fields = fields, .n_fields = N});
+    b = blob_new(
+        "{}", 2,
+        &(struct blob_meta){
+            .name = "a", .labels = labels, .n_labels = N, .fields = fields, .n_fields = N});
     cr_assert_not_null(b);
     cr_assert_eq(b->n_labels, N);
     cr_assert_eq(b->n_fields, N);
@@ -413,8 +417,8 @@ static void *race_new(void *arg)
     struct blob_kv fields[] = {{"race.a", "1"}, {"race.b", "2"}, {"race.c", "3"}};
 
     for (int i = 0; i < RACE_BLOBS; i++) {
-        out[i] = blob_new("{}", 2,
-                          &(struct blob_meta){.name = "r", .fields = fields, .n_fields = 3});
+        out[i] =
+            blob_new("{}", 2, &(struct blob_meta){.name = "r", .fields = fields, .n_fields = 3});
     }
     return NULL;
 }
@@ -459,10 +463,11 @@ Test(blob, sizes_beyond_32_bits_are_refused)
 
     /* rejected before the data or the labels are read */
     cr_assert_null(blob_new("{}", UINT32_MAX, &(struct blob_meta){.name = "a"}));
-    cr_assert_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .labels = kv,
-                                                         .n_labels = (size_t)UINT32_MAX + 1}));
-    cr_assert_null(blob_new("{}", 2, &(struct blob_meta){.name = "a", .fields = kv,
-                                                         .n_fields = (size_t)UINT32_MAX}));
+    cr_assert_null(blob_new(
+        "{}", 2,
+        &(struct blob_meta){.name = "a", .labels = kv, .n_labels = (size_t)UINT32_MAX + 1}));
+    cr_assert_null(blob_new(
+        "{}", 2, &(struct blob_meta){.name = "a", .fields = kv, .n_fields = (size_t)UINT32_MAX}));
 }
 
 Test(blob, refcount_counts)

@@ -50,8 +50,8 @@ Test(gotext, is_print_equals_unicode_15_for_every_rune)
 
     for (uint32_t r = 0; r <= 0x10FFFF; r++) {
         if (gotext_is_print(r) != ref_is_print(r) && bad++ < 20) {
-            cr_expect_fail("U+%04X: gotext %d, Unicode 15.0.0 %d", (unsigned)r,
-                           gotext_is_print(r), ref_is_print(r));
+            cr_expect_fail("U+%04X: gotext %d, Unicode 15.0.0 %d", (unsigned)r, gotext_is_print(r),
+                           ref_is_print(r));
         }
     }
     cr_expect_eq(bad, 0);
@@ -114,18 +114,18 @@ Test(gotext, decode_rune_like_go)
     expect_decode("\xef\xbf\xbd", 3, GOTEXT_RUNE_ERROR, 3); /* a real U+FFFD is width 3 */
     /* every invalid form is RuneError of width 1 */
     expect_decode("", 0, GOTEXT_RUNE_ERROR, 0);
-    expect_decode("\x80", 1, GOTEXT_RUNE_ERROR, 1);       /* stray continuation */
-    expect_decode("\xc0\x80", 2, GOTEXT_RUNE_ERROR, 1);   /* overlong NUL */
-    expect_decode("\xc1\xbf", 2, GOTEXT_RUNE_ERROR, 1);   /* overlong */
+    expect_decode("\x80", 1, GOTEXT_RUNE_ERROR, 1);     /* stray continuation */
+    expect_decode("\xc0\x80", 2, GOTEXT_RUNE_ERROR, 1); /* overlong NUL */
+    expect_decode("\xc1\xbf", 2, GOTEXT_RUNE_ERROR, 1); /* overlong */
     expect_decode("\xe0\x80\x80", 3, GOTEXT_RUNE_ERROR, 1);
     expect_decode("\xf0\x80\x80\x80", 4, GOTEXT_RUNE_ERROR, 1);
-    expect_decode("\xed\xa0\x80", 3, GOTEXT_RUNE_ERROR, 1); /* surrogate */
+    expect_decode("\xed\xa0\x80", 3, GOTEXT_RUNE_ERROR, 1);     /* surrogate */
     expect_decode("\xf4\x90\x80\x80", 4, GOTEXT_RUNE_ERROR, 1); /* > U+10FFFF */
     expect_decode("\xf5\x80\x80\x80", 4, GOTEXT_RUNE_ERROR, 1);
     expect_decode("\xff", 1, GOTEXT_RUNE_ERROR, 1);
-    expect_decode("\xe2\x82", 2, GOTEXT_RUNE_ERROR, 1);   /* truncated */
-    expect_decode("\xe2\x82x", 3, GOTEXT_RUNE_ERROR, 1);  /* bad third byte */
-    expect_decode("\xc3\xa9", 1, GOTEXT_RUNE_ERROR, 1);   /* cut by n */
+    expect_decode("\xe2\x82", 2, GOTEXT_RUNE_ERROR, 1);  /* truncated */
+    expect_decode("\xe2\x82x", 3, GOTEXT_RUNE_ERROR, 1); /* bad third byte */
+    expect_decode("\xc3\xa9", 1, GOTEXT_RUNE_ERROR, 1);  /* cut by n */
 }
 
 Test(gotext, encode_then_decode_every_rune)
@@ -149,15 +149,16 @@ Test(gotext, encode_then_decode_every_rune)
 
 Test(gotext, utf8_cut_never_splits_a_character)
 {
-    const char *s = "ab\xe2\x82\xac" "cd"; /* € at [2, 5) */
+    const char *s = "ab\xe2\x82\xac"
+                    "cd"; /* € at [2, 5) */
 
     cr_expect_eq(gotext_utf8_cut(s, 3, 7), 2); /* inside the euro sign: back to its start */
     cr_expect_eq(gotext_utf8_cut(s, 4, 7), 2);
     cr_expect_eq(gotext_utf8_cut(s, 5, 7), 5);
     cr_expect_eq(gotext_utf8_cut(s, 2, 7), 2);
-    cr_expect_eq(gotext_utf8_cut(s, 7, 7), 7); /* nothing follows */
+    cr_expect_eq(gotext_utf8_cut(s, 7, 7), 7);                      /* nothing follows */
     cr_expect_eq(gotext_utf8_cut("\x80\x80\x80\x80\x80", 4, 5), 1); /* at most 3 back */
-    cr_expect_eq(gotext_utf8_cut("\xe2\x82\xac", 1, 3), 1); /* no progress otherwise */
+    cr_expect_eq(gotext_utf8_cut("\xe2\x82\xac", 1, 3), 1);         /* no progress otherwise */
 }
 
 static void expect_trim(const char *s, const char *want)
@@ -174,11 +175,11 @@ Test(gotext, trim_space_like_strings)
     expect_trim("", "");
     expect_trim("  \t\n\v\f\r ", "");
     expect_trim(" a b ", "a b");
-    expect_trim("\xc2\xa0x\xc2\x85", "x");                 /* U+00A0, U+0085 */
+    expect_trim("\xc2\xa0x\xc2\x85", "x");                     /* U+00A0, U+0085 */
     expect_trim("\xe3\x80\x80x\xe2\x80\xa8\xe2\x80\x8a", "x"); /* U+3000, U+2028, U+200A */
     expect_trim("\xe1\x9a\x80x\xe2\x81\x9f\xe2\x80\xaf", "x"); /* U+1680, U+205F, U+202F */
-    expect_trim("\xe2\x80\x8bx", "\xe2\x80\x8bx");           /* U+200B is no space */
-    expect_trim("\xa0x\xa0", "\xa0x\xa0");                   /* nor a stray byte */
+    expect_trim("\xe2\x80\x8bx", "\xe2\x80\x8bx");             /* U+200B is no space */
+    expect_trim("\xa0x\xa0", "\xa0x\xa0");                     /* nor a stray byte */
 }
 
 /* ---- strconv.Quote ------------------------------------------------------------------------- */
@@ -201,7 +202,9 @@ Test(gotext, quote_like_strconv_quote)
     expect_go_quote("\x00\x01\x1f\x7f", 4, "\"\\x00\\x01\\x1f\\x7f\"");
     expect_go_quote("'", 1, "\"'\"");
     expect_go_quote("caf\xc3\xa9 \xe2\x98\xba", 9, "\"caf\xc3\xa9 \xe2\x98\xba\"");
-    expect_go_quote("\xff" "1", 2, "\"\\xff1\"");
+    expect_go_quote("\xff"
+                    "1",
+                    2, "\"\\xff1\"");
     expect_go_quote("\xc0\x80", 2, "\"\\xc0\\x80\"");
     expect_go_quote("\xef\xbf\xbd", 3, "\"\xef\xbf\xbd\""); /* a real U+FFFD prints */
     expect_go_quote("\xc2\xa0", 2, "\"\\u00a0\"");
@@ -213,10 +216,10 @@ Test(gotext, quote_like_strconv_quote)
 /* The runes the old copies quoted differently: Go escapes them all. */
 Test(gotext, quote_escapes_what_go_does_not_print)
 {
-    expect_go_quote("\xef\xb7\x90", 3, "\"\\ufdd0\"");        /* U+FDD0, noncharacter */
-    expect_go_quote("\xe0\xa3\xa2", 3, "\"\\u08e2\"");        /* U+08E2, format */
-    expect_go_quote("\xcd\xb8", 2, "\"\\u0378\"");            /* U+0378, unassigned */
-    expect_go_quote("\xef\xbf\xb0", 3, "\"\\ufff0\"");        /* U+FFF0, unassigned */
+    expect_go_quote("\xef\xb7\x90", 3, "\"\\ufdd0\"");         /* U+FDD0, noncharacter */
+    expect_go_quote("\xe0\xa3\xa2", 3, "\"\\u08e2\"");         /* U+08E2, format */
+    expect_go_quote("\xcd\xb8", 2, "\"\\u0378\"");             /* U+0378, unassigned */
+    expect_go_quote("\xef\xbf\xb0", 3, "\"\\ufff0\"");         /* U+FFF0, unassigned */
     expect_go_quote("\xf3\xa0\x82\x80", 4, "\"\\U000e0080\""); /* unassigned tag */
 }
 
@@ -255,7 +258,9 @@ Test(gotext, json_html_safe_but_not_slash)
 
 Test(gotext, json_line_separators)
 {
-    expect_json("a\xe2\x80\xa8" "b\xe2\x80\xa9", 8, "\"a\\u2028b\\u2029\"");
+    expect_json("a\xe2\x80\xa8"
+                "b\xe2\x80\xa9",
+                8, "\"a\\u2028b\\u2029\"");
     /* U+2027 and U+202A are left alone. */
     expect_json("\xe2\x80\xa7\xe2\x80\xaa", 6, "\"\xe2\x80\xa7\xe2\x80\xaa\"");
 }
@@ -318,11 +323,18 @@ Test(gotext, json_unescape_like_go)
     expect_unescape("\\\"\\\\\\/\\b\\f\\n\\r\\t", "\"\\/\b\f\n\r\t", 8);
     expect_unescape("\\u00e9\\u20AC", "\xc3\xa9\xe2\x82\xac", 5);
     expect_unescape("\\u0000", "\0", 1);
-    expect_unescape("\\ud83d\\ude00", "\xf0\x9f\x98\x80", 4);      /* a surrogate pair */
-    expect_unescape("\\ud83dx", "\xef\xbf\xbdx", 4);               /* lone high */
-    expect_unescape("\\ude00", "\xef\xbf\xbd", 3);                 /* lone low */
-    expect_unescape("\\ud83d\\u0041", "\xef\xbf\xbd" "A", 4);      /* high + non-low */
-    expect_unescape("\xff" "a", "\xef\xbf\xbd" "a", 4);           /* invalid UTF-8 */
+    expect_unescape("\\ud83d\\ude00", "\xf0\x9f\x98\x80", 4); /* a surrogate pair */
+    expect_unescape("\\ud83dx", "\xef\xbf\xbdx", 4);          /* lone high */
+    expect_unescape("\\ude00", "\xef\xbf\xbd", 3);            /* lone low */
+    expect_unescape("\\ud83d\\u0041",
+                    "\xef\xbf\xbd"
+                    "A",
+                    4); /* high + non-low */
+    expect_unescape("\xff"
+                    "a",
+                    "\xef\xbf\xbd"
+                    "a",
+                    4); /* invalid UTF-8 */
     expect_unescape("\xe2\x82\xac", "\xe2\x82\xac", 3);
 }
 
@@ -396,10 +408,9 @@ static void expect_b64(enum gotext_base64 enc, const char *in, size_t n, const c
 Test(gotext, base64_encode_std_and_raw_url)
 {
     /* RFC 4648 section 10 */
-    static const char *const std[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
-                                      "Zm9vYmFy"};
-    static const char *const raw_url[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE",
-                                          "Zm9vYmFy"};
+    static const char *const std[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                      "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    static const char *const raw_url[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
 
     for (size_t n = 0; n <= 6; n++) {
         expect_b64(GOTEXT_BASE64_STD, "foobar", n, std[n]);
@@ -438,8 +449,8 @@ Test(gotext, parse_bool_is_strconv_parsebool)
 {
     static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
     static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
-    static const char *const bad[] = {"", "yes", "no", "tRUE", "fALSE", "on", "2", " true",
-                                      "true ", "y", "TrUe"};
+    static const char *const bad[] = {"",  "yes",   "no",    "tRUE", "fALSE", "on",
+                                      "2", " true", "true ", "y",    "TrUe"};
     bool b;
 
     for (size_t i = 0; i < 6; i++) {
@@ -457,7 +468,6 @@ Test(gotext, parse_bool_is_strconv_parsebool)
     }
     cr_expect_eq(gotext_parse_bool(NULL, &b), -EINVAL);
 }
-
 
 Test(gotext, query_escape)
 {
@@ -483,7 +493,6 @@ Test(gotext, query_escape)
         cr_expect_eq(n, strlen(cases[i].out), "%s", cases[i].in);
     }
 }
-
 
 Test(gotext, query_escape_truncates_like_snprintf)
 {

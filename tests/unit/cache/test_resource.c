@@ -1046,9 +1046,10 @@ static struct blob *mk_node(const char *ns, const char *name, const char *node, 
     struct blob_kv f = {"spec.nodeName", node};
 
     snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
-    return blob_new(rvs, strlen(rvs),
-                    &(struct blob_meta){.ns = ns, .name = name, .rv_str = rvs, .fields = &f,
-                                        .n_fields = node ? 1 : 0});
+    return blob_new(
+        rvs, strlen(rvs),
+        &(struct blob_meta){
+            .ns = ns, .name = name, .rv_str = rvs, .fields = &f, .n_fields = node ? 1 : 0});
 }
 
 static void put_node(struct resource *res, enum watch_type t, const char *name, const char *node,
@@ -1070,7 +1071,7 @@ Test(resource, idle_scoped_watcher_survives_ring_wrap_and_sees_only_its_events, 
     winit(&w, &k, res, "a");
     cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
     cr_assert_eq(drain(res, &w, NULL, 0), 0); /* suspended, caught up */
-    for (uint64_t rv = 11; rv <= 30; rv++) {   /* 20 events elsewhere wrap a 4-slot ring */
+    for (uint64_t rv = 11; rv <= 30; rv++) {  /* 20 events elsewhere wrap a 4-slot ring */
         put(res, WATCH_ADDED, "b", "x", rv);
     }
     cr_assert_eq(atomic_load(&k.calls), 0, "out-of-scope events do not wake it");
@@ -1137,7 +1138,7 @@ Test(resource, ten_thousand_node_watchers_one_event_one_wake, .timeout = 120)
     struct resource *res = new_res(64);
     struct watcher *ws = calloc(MANY_NODES, sizeof(*ws));
     struct waker *ks = calloc(MANY_NODES, sizeof(*ks));
-    char (*names)[16] = calloc(MANY_NODES, sizeof(*names));
+    char(*names)[16] = calloc(MANY_NODES, sizeof(*names));
     int total = 0;
 
     resource_set_trigger(res, "spec.nodeName");
@@ -1351,8 +1352,7 @@ Test(resource, sleep_list_wakes_suspended_once_and_never_running, .timeout = 120
             cr_assert_eq(atomic_load(&ks[0].calls), 2 + round, "scope %zu round %d", s, round);
         }
         for (int i = 1; i < SLEEP_N; i++) {
-            cr_assert_eq(atomic_load(&ks[i].calls), 1, "scope %zu w%d: never while running", s,
-                         i);
+            cr_assert_eq(atomic_load(&ks[i].calls), 1, "scope %zu w%d: never while running", s, i);
         }
         for (int i = 0; i < SLEEP_N; i++) {
             resource_watch_detach(res, &ws[i]);
@@ -1384,7 +1384,7 @@ Test(resource, detached_killed_and_ticked_watchers_leave_no_sleep_link, .timeout
         resource_watch_detach(res, ws[SLEEP_N - 1]);
         free(ws[SLEEP_N - 1]);
         ws[SLEEP_N - 1] = NULL;
-        resource_watch_kill(res, ws[1]);              /* woken once, ended */
+        resource_watch_kill(res, ws[1]); /* woken once, ended */
         resource_watch_set_due(res, ws[2], 5);
         cr_assert_eq(resource_tick(res, 10, NULL, NULL), 1); /* ws[2] woken for a bookmark */
         cr_assert_eq(atomic_load(&ks[1].calls), 1);

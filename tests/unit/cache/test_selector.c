@@ -159,8 +159,8 @@ Test(selector, label_match_table)
 
         cr_assert_not_null(sel, "case %zu '%s': %s", i, c->sel, err);
         cr_expect_str_empty(err, "case %zu", i);
-        cr_expect_eq(selector_match(sel, b), c->want, "case %zu '%s' on set %d: want %d", i,
-                     c->sel, c->set, c->want);
+        cr_expect_eq(selector_match(sel, b), c->want, "case %zu '%s' on set %d: want %d", i, c->sel,
+                     c->set, c->want);
         selector_free(sel);
         blob_unref(b);
     }

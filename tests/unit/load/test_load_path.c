@@ -166,8 +166,8 @@ Test(load_sources, bad_values_say_why, .timeout = T_TIMEOUT)
         err[0] = '\0';
         cr_assert_eq(expand(bad[i].target, items, 1, 10, out, err, sizeof(err)), -EINVAL,
                      "accepted %s", bad[i].item);
-        cr_assert(strstr(err, bad[i].why) != NULL, "%s: said \"%s\", want \"%s\"", bad[i].item,
-                  err, bad[i].why);
+        cr_assert(strstr(err, bad[i].why) != NULL, "%s: said \"%s\", want \"%s\"", bad[i].item, err,
+                  bad[i].why);
     }
     {
         /* a list may not mix in a count or auto: they are whole values */

@@ -52,8 +52,7 @@ Test(continue_token, continue_encode_matches_apiserver)
 {
     char tok[256];
 
-    cr_expect_eq(continue_token_encode(200, "default/b", tok, sizeof(tok)),
-                 strlen(sem_token));
+    cr_expect_eq(continue_token_encode(200, "default/b", tok, sizeof(tok)), strlen(sem_token));
     cr_expect_str_eq(tok, sem_token);
 }
 
@@ -61,8 +60,7 @@ Test(continue_token, continue_encode_snprintf_semantics)
 {
     char tok[8];
 
-    cr_expect_eq(continue_token_encode(200, "default/b", tok, sizeof(tok)),
-                 strlen(sem_token));
+    cr_expect_eq(continue_token_encode(200, "default/b", tok, sizeof(tok)), strlen(sem_token));
     cr_expect_str_eq(tok, "eyJ2Ijo");
     cr_expect_eq(continue_token_encode(200, "default/b", NULL, 0), strlen(sem_token));
 }
@@ -72,8 +70,8 @@ Test(continue_token, continue_decode_semantics_example)
     char start[CONTINUE_TOKEN_MAX], err[256];
     int64_t rv = 0;
 
-    cr_assert_eq(continue_token_decode(sem_token, &rv, start, sizeof(start), err,
-                                           sizeof(err)), 0, "%s", err);
+    cr_assert_eq(continue_token_decode(sem_token, &rv, start, sizeof(start), err, sizeof(err)), 0,
+                 "%s", err);
     cr_expect_eq(rv, 200);
     cr_expect_str_eq(start, "default/b");
     cr_expect_str_eq(err, "");
@@ -81,10 +79,12 @@ Test(continue_token, continue_decode_semantics_example)
 
 Test(continue_token, continue_round_trip)
 {
-    static const char *const keys[] = {"default/b", "b", "/default/b", "ns/a<b>&c\"d\\e",
-                                       "caf\xc3\xa9/\xf0\x9f\x98\x80", "a.b-c_d", "/"};
-    static const char *const want[] = {"default/b", "b", "default/b", "ns/a<b>&c\"d\\e",
-                                       "caf\xc3\xa9/\xf0\x9f\x98\x80", "a.b-c_d", ""};
+    static const char *const keys[] = {
+        "default/b", "b", "/default/b", "ns/a<b>&c\"d\\e", "caf\xc3\xa9/\xf0\x9f\x98\x80",
+        "a.b-c_d",   "/"};
+    static const char *const want[] = {
+        "default/b", "b", "default/b", "ns/a<b>&c\"d\\e", "caf\xc3\xa9/\xf0\x9f\x98\x80",
+        "a.b-c_d",   ""};
     static const int64_t rvs[] = {1, -1, INT64_MAX, INT64_MIN, 200};
 
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -94,9 +94,10 @@ Test(continue_token, continue_round_trip)
 
             continue_token_encode(rvs[j], keys[i], tok, sizeof(tok));
             cr_expect_eq(strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                     "0123456789-_"), strlen(tok));
-            cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err,
-                                                   sizeof(err)), 0, "%s: %s", keys[i], err);
+                                     "0123456789-_"),
+                         strlen(tok));
+            cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)), 0,
+                         "%s: %s", keys[i], err);
             cr_expect_eq(rv, rvs[j]);
             cr_expect_str_eq(start, want[i]);
         }
@@ -124,8 +125,9 @@ Test(continue_token, continue_decode_base64_errors)
         char start[64] = "junk", err[256];
         int64_t rv = 9;
 
-        cr_expect_eq(continue_token_decode(cases[i].tok, &rv, start, sizeof(start), err,
-                                               sizeof(err)), -EINVAL, "%s", cases[i].tok);
+        cr_expect_eq(
+            continue_token_decode(cases[i].tok, &rv, start, sizeof(start), err, sizeof(err)),
+            -EINVAL, "%s", cases[i].tok);
         cr_expect_str_eq(err, cases[i].err, "%s", cases[i].tok);
         cr_expect_eq(rv, 0);
         cr_expect_str_eq(start, "");
@@ -138,8 +140,8 @@ Test(continue_token, continue_decode_skips_newlines_like_go)
     int64_t rv = 0;
 
     snprintf(tok, sizeof(tok), "%.10s\n%.10s\r\n%s", sem_token, sem_token + 10, sem_token + 20);
-    cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)), 0,
-                 "%s", err);
+    cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)), 0, "%s",
+                 err);
     cr_expect_eq(rv, 200);
 }
 
@@ -166,8 +168,8 @@ Test(continue_token, continue_decode_semantic_errors)
 
 Test(continue_token, continue_decode_path_traversal)
 {
-    static const char *const bad[] = {"../x", "a/../../b", "a//b", "a/./b", "a/", "/..", ".",
-                                      "//a", "a/.", "a/.."};
+    static const char *const bad[] = {"../x", "a/../../b", "a//b", "a/./b", "a/",
+                                      "/..",  ".",         "//a",  "a/.",   "a/.."};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char json[128], want[128];
@@ -274,10 +276,8 @@ Test(continue_token, continue_decode_go_unmarshal_leniency)
         {"{\"v\":\"meta.k8s.io/v1\",\"rv\":-1,\"start\":\"c\\u0000\",\"rc\":3,\"x\":[{}]}", -1,
          "c"},
         /* null leaves a field alone; the last repeat wins; escapes are decoded. */
-        {"{\"v\":\"meta.k8s.io/v1\",\"rv\":5,\"start\":\"d\",\"start\":null,\"rv\":null}", 5,
-         "d"},
-        {"{\"v\":\"meta.k8s.io\\/v1\",\"rv\":-0,\"rv\":7,\"start\":\"ns\\/e\\u0000\"}", 7,
-         "ns/e"},
+        {"{\"v\":\"meta.k8s.io/v1\",\"rv\":5,\"start\":\"d\",\"start\":null,\"rv\":null}", 5, "d"},
+        {"{\"v\":\"meta.k8s.io\\/v1\",\"rv\":-0,\"rv\":7,\"start\":\"ns\\/e\\u0000\"}", 7, "ns/e"},
         /* Without the trailing NUL the key is taken as is; a NUL ends it. */
         {"{\"v\":\"meta.k8s.io/v1\",\"rv\":5,\"start\":\"f\\u0000g\"}", 5, "f"},
         {" {\"v\":\"meta.k8s.io/v1\",\"rv\":5,\"start\":\"/h\"} \n", 5, "h"},
@@ -287,8 +287,7 @@ Test(continue_token, continue_decode_go_unmarshal_leniency)
         char start[CONTINUE_TOKEN_MAX], err[512];
         int64_t rv = 0;
 
-        cr_expect_eq(decode_json(cases[i].json, &rv, start, err), 0, "%s: %s", cases[i].json,
-                     err);
+        cr_expect_eq(decode_json(cases[i].json, &rv, start, err), 0, "%s: %s", cases[i].json, err);
         cr_expect_eq(rv, cases[i].rv, "%s", cases[i].json);
         cr_expect_str_eq(start, cases[i].start, "%s", cases[i].json);
     }
@@ -302,13 +301,12 @@ Test(continue_token, continue_decode_limits)
 
     memset(tok, 'A', CONTINUE_TOKEN_MAX + 1);
     tok[CONTINUE_TOKEN_MAX + 1] = '\0';
-    cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)),
-                 -EINVAL);
+    cr_expect_eq(continue_token_decode(tok, &rv, start, sizeof(start), err, sizeof(err)), -EINVAL);
     cr_expect_str_eq(err, "continue key is not valid: longer than 4096 bytes");
     free(tok);
     /* start_cap too small for "default/b". */
-    cr_expect_eq(continue_token_decode(sem_token, &rv, start, sizeof(start), err,
-                                           sizeof(err)), -EINVAL);
+    cr_expect_eq(continue_token_decode(sem_token, &rv, start, sizeof(start), err, sizeof(err)),
+                 -EINVAL);
     cr_expect_eq(rv, 0);
     /* err may be NULL or tiny. */
     cr_expect_eq(continue_token_decode("!", &rv, start, sizeof(start), NULL, 0), -EINVAL);

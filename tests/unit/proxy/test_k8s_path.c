@@ -172,8 +172,8 @@ static const struct path_case path_cases[] = {
      "d1", "scale", false},
     {"/apis/example.com/v1alpha1/namespaces/x/widgets/w", 0, "example.com", "v1alpha1", "x",
      "widgets", "w", "", false},
-    {"/apis/rbac.authorization.k8s.io/v1/clusterroles/admin", 0, "rbac.authorization.k8s.io",
-     "v1", "", "clusterroles", "admin", "", false},
+    {"/apis/rbac.authorization.k8s.io/v1/clusterroles/admin", 0, "rbac.authorization.k8s.io", "v1",
+     "", "clusterroles", "admin", "", false},
     /* legacy watch prefix */
     {"/api/v1/watch/pods", 0, "", "v1", "", "pods", "", "", true},
     {"/api/v1/watch/namespaces/ns1/pods", 0, "", "v1", "ns1", "pods", "", "", true},
@@ -181,8 +181,8 @@ static const struct path_case path_cases[] = {
     {"/api/v1/watch/namespaces", 0, "", "v1", "", "namespaces", "", "", true},
     {"/api/v1/watch/namespaces/ns1", 0, "", "v1", "", "namespaces", "ns1", "", true},
     {"/api/v1/watch/nodes/n1", 0, "", "v1", "", "nodes", "n1", "", true},
-    {"/apis/apps/v1/watch/namespaces/ns1/deployments", 0, "apps", "v1", "ns1", "deployments",
-     "", "", true},
+    {"/apis/apps/v1/watch/namespaces/ns1/deployments", 0, "apps", "v1", "ns1", "deployments", "",
+     "", true},
     /* trailing slashes are trimmed like go-restful >= 3.11 */
     {"/api/v1/pods/", 0, "", "v1", "", "pods", "", "", false},
     {"/api/v1/namespaces/ns1/pods/p1//", 0, "", "v1", "ns1", "pods", "p1", "", false},
@@ -220,8 +220,7 @@ static const struct path_case path_cases[] = {
     {"/api//v1/pods", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
     {"/api/v1/namespaces//pods", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
     {"/apis/apps//deployments", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
-    {"/api/v1/namespaces/ns1/pods/p1/proxy//x", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL,
-     false},
+    {"/api/v1/namespaces/ns1/pods/p1/proxy//x", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
     {"/api/v1/namespaces/../pods", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
     {"/api/v1/namespaces/ns1/pods/.", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
     {"/api/v1/namespaces/..", -EINVAL, NULL, NULL, NULL, NULL, NULL, NULL, false},
@@ -332,11 +331,29 @@ struct bool_case {
 /* "0" and EqualFold(v, "false") are false; everything else, "" included, is true. Python
  * sends "True"; "yes" and "maybe" are not errors in kube-apiserver, they are true. */
 static const struct bool_case bool_cases[] = {
-    {"true", true},    {"True", true},   {"TRUE", true},  {"1", true},       {"t", true},
-    {"yes", true},     {"maybe", true},  {"", true},      {NULL, true},      {"f", true},
-    {"no", true},      {"00", true},     {"false ", true}, {"falsey", true}, {"fals", true},
-    {"0", false},      {"false", false}, {"False", false}, {"FALSE", false}, {"fAlSe", false},
-    {"fal\xc5\xbf" "e", false}, /* U+017F folds to 's' in strings.EqualFold */
+    {"true", true},
+    {"True", true},
+    {"TRUE", true},
+    {"1", true},
+    {"t", true},
+    {"yes", true},
+    {"maybe", true},
+    {"", true},
+    {NULL, true},
+    {"f", true},
+    {"no", true},
+    {"00", true},
+    {"false ", true},
+    {"falsey", true},
+    {"fals", true},
+    {"0", false},
+    {"false", false},
+    {"False", false},
+    {"FALSE", false},
+    {"fAlSe", false},
+    {"fal\xc5\xbf"
+     "e",
+     false}, /* U+017F folds to 's' in strings.EqualFold */
 };
 
 Test(k8s_path, list_bools_follow_convert_slice_string_to_bool)
@@ -368,8 +385,7 @@ Test(k8s_path, list_bools_follow_convert_slice_string_to_bool)
 
         /* sendInitialEvents (a *bool: present means set, to this value) */
         if (c->value == NULL) {
-            snprintf(qs, sizeof(qs),
-                     "watch=1&resourceVersionMatch=NotOlderThan&sendInitialEvents");
+            snprintf(qs, sizeof(qs), "watch=1&resourceVersionMatch=NotOlderThan&sendInitialEvents");
         } else {
             snprintf(qs, sizeof(qs),
                      "watch=1&resourceVersionMatch=NotOlderThan&sendInitialEvents=%s", c->value);
@@ -405,9 +421,18 @@ Test(k8s_path, pretty)
         const char *qs;
         int want;
     } cases[] = {
-        {"", -1},           {"pretty", -1},         {"pretty=", -1},        {"pretty=true", 1},
-        {"pretty=1", 1},    {"pretty=T", 1},        {"pretty=True", 1},     {"pretty=false", 0},
-        {"pretty=0", 0},    {"pretty=one-armed", 0}, {"pretty=yes", 0},     {"pretty=tRuE", 0},
+        {"", -1},
+        {"pretty", -1},
+        {"pretty=", -1},
+        {"pretty=true", 1},
+        {"pretty=1", 1},
+        {"pretty=T", 1},
+        {"pretty=True", 1},
+        {"pretty=false", 0},
+        {"pretty=0", 0},
+        {"pretty=one-armed", 0},
+        {"pretty=yes", 0},
+        {"pretty=tRuE", 0},
         {"pretty=1&pretty=0", 1},
     };
 
@@ -480,8 +505,8 @@ Test(k8s_path, kubectl_and_client_go_queries)
     cr_expect_eq(o.send_initial_events, 1);
     cr_expect_not(o.send_initial_defaulted);
     /* selectors and continue are borrowed from the query */
-    expect_ok("labelSelector=app=x&fieldSelector=metadata.name=a&continue=" TOKEN_RV150, false,
-              &q, &o);
+    expect_ok("labelSelector=app=x&fieldSelector=metadata.name=a&continue=" TOKEN_RV150, false, &q,
+              &o);
     cr_expect_str_eq(o.label_selector, "app=x");
     cr_expect_str_eq(o.field_selector, "metadata.name=a");
     cr_expect_str_eq(o.continue_tok, TOKEN_RV150);
@@ -705,8 +730,7 @@ Test(k8s_path, vector_17_full_body_keeps_cause)
     struct kstatus st;
     char body[2048];
 
-    cr_assert_eq(parse("resourceVersion=1&resourceVersionMatch=Foo", false, &q, &o, &st),
-                 -EINVAL);
+    cr_assert_eq(parse("resourceVersion=1&resourceVersionMatch=Foo", false, &q, &o, &st), -EINVAL);
     kstatus_json(&st, body, sizeof(body));
     cr_expect_not_null(strstr(body, "\"causes\":[{\"reason\":\"FieldValueNotSupported\","
                                     "\"message\":\"Unsupported value: \\\"Foo\\\": supported "
@@ -733,10 +757,18 @@ Test(k8s_path, vector_18_invalid_rv_list)
 static int pods_fields(void *ctx, const struct selector *fields, struct kstatus *st)
 {
     static const char *const known[] = {
-        "metadata.name",     "metadata.namespace",     "spec.nodeName",
-        "spec.host",         "spec.restartPolicy",     "spec.schedulerName",
-        "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
-        "status.podIP",      "status.podIPs",          "status.nominatedNodeName",
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "spec.host",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
     };
     int *calls = ctx;
 
@@ -851,8 +883,8 @@ Test(k8s_path, vector_34_invalid_rv_watch_is_500)
                   "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": "
                   "invalid syntax");
     /* legacy prefix: kubernetes#113939's capture (pretty, limit and bookmarks play no part) */
-    expect_status("pretty=one-armed&resourceVersion=cool&limit=58&allowWatchBookmarks=false",
-                  true, 500, NULL,
+    expect_status("pretty=one-armed&resourceVersion=cool&limit=58&allowWatchBookmarks=false", true,
+                  500, NULL,
                   "resourceVersion: Invalid value: \"cool\": strconv.ParseUint: parsing "
                   "\"cool\": invalid syntax");
     /* a watch ignores continue: the rv is parsed, not the token */
@@ -947,8 +979,9 @@ Test(k8s_path, watch_validation)
         {"FieldValueForbidden",
          "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
          "resourceVersionMatch"},
-        {"FieldValueNotSupported", "Unsupported value: \"Exact\": supported values: "
-                                   "\"NotOlderThan\"",
+        {"FieldValueNotSupported",
+         "Unsupported value: \"Exact\": supported values: "
+         "\"NotOlderThan\"",
          "resourceVersionMatch"},
     };
     static const struct cause cont[] = {
@@ -961,8 +994,9 @@ Test(k8s_path, watch_validation)
          "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
          "provided",
          "resourceVersionMatch"},
-        {"FieldValueNotSupported", "Unsupported value: \"Exact\": supported values: "
-                                   "\"NotOlderThan\"",
+        {"FieldValueNotSupported",
+         "Unsupported value: \"Exact\": supported values: "
+         "\"NotOlderThan\"",
          "resourceVersionMatch"},
         {"FieldValueForbidden",
          "Forbidden: resourceVersionMatch is forbidden when continue is provided",
@@ -1085,8 +1119,8 @@ Test(k8s_path, order_decode_before_everything)
     expect_status("labelSelector=a=b)&limit=q", false, 400, "BadRequest",
                   "strconv.ParseInt: parsing \"q\": invalid syntax");
     /* decoding before validation and storage */
-    expect_status("limit=abc&resourceVersionMatch=Foo&resourceVersion=x", false, 400,
-                  "BadRequest", "strconv.ParseInt: parsing \"abc\": invalid syntax");
+    expect_status("limit=abc&resourceVersionMatch=Foo&resourceVersion=x", false, 400, "BadRequest",
+                  "strconv.ParseInt: parsing \"abc\": invalid syntax");
     expect_status("watch=1&limit=abc&resourceVersion=x", false, 400, "BadRequest",
                   "strconv.ParseInt: parsing \"abc\": invalid syntax");
 }
@@ -1133,25 +1167,25 @@ Test(k8s_path, order_field_hook_between_validation_and_storage)
     int calls = 0;
 
     /* the hook's 400 wins over storage errors */
-    cr_assert_eq(parse_pods("fieldSelector=spec.foo=bar&resourceVersion=abc", false, &q, &o, &st,
-                            &calls),
-                 -EINVAL);
+    cr_assert_eq(
+        parse_pods("fieldSelector=spec.foo=bar&resourceVersion=abc", false, &q, &o, &st, &calls),
+        -EINVAL);
     cr_expect_str_eq(st.message, "field label not supported: spec.foo");
-    cr_assert_eq(parse_pods("fieldSelector=spec.foo=bar&watch=1&resourceVersion=abc", false, &q,
-                            &o, &st, &calls),
+    cr_assert_eq(parse_pods("fieldSelector=spec.foo=bar&watch=1&resourceVersion=abc", false, &q, &o,
+                            &st, &calls),
                  -EINVAL);
     cr_expect_eq(st.code, 400);
     /* but validation wins over the hook, which is then not called */
     calls = 0;
-    cr_assert_eq(parse_pods("fieldSelector=spec.foo=bar&resourceVersionMatch=Exact", false, &q,
-                            &o, &st, &calls),
+    cr_assert_eq(parse_pods("fieldSelector=spec.foo=bar&resourceVersionMatch=Exact", false, &q, &o,
+                            &st, &calls),
                  -EINVAL);
     cr_expect_eq(st.code, 422);
     cr_expect_eq(calls, 0);
     /* and selector syntax wins over both */
-    cr_assert_eq(parse_pods("fieldSelector=nonsense&resourceVersionMatch=Exact", false, &q, &o,
-                            &st, &calls),
-                 -EINVAL);
+    cr_assert_eq(
+        parse_pods("fieldSelector=nonsense&resourceVersionMatch=Exact", false, &q, &o, &st, &calls),
+        -EINVAL);
     cr_expect_eq(st.code, 400);
     cr_expect_eq(calls, 0);
 }
@@ -1217,14 +1251,14 @@ Test(k8s_path, rvm_value_is_go_quoted)
         {"a\nb\tc", "\"a\\nb\\tc\""},
         {"\x01\x7f", "\"\\x01\\x7f\""},
         {"\xff", "\"\\xff\""},
-        {"\xc3\xbc", "\"\xc3\xbc\""},                   /* ü prints */
-        {"\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\""},   /* U+1F600 prints */
-        {"\xc2\xa0", "\"\\u00a0\""},                    /* NBSP does not */
-        {"\xe2\x80\x8b", "\"\\u200b\""},                /* zero-width space (Cf) */
-        {"\xef\xbb\xbf", "\"\\ufeff\""},                /* BOM */
-        {"\xed\xa0\x80", "\"\\xed\\xa0\\x80\""},        /* a UTF-8 surrogate is invalid */
-        {"\xe2\x82", "\"\\xe2\\x82\""},                 /* truncated sequence */
-        {"\xf3\xa0\x80\x81", "\"\\U000e0001\""},        /* language tag (Cf) */
+        {"\xc3\xbc", "\"\xc3\xbc\""},                 /* ü prints */
+        {"\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\""}, /* U+1F600 prints */
+        {"\xc2\xa0", "\"\\u00a0\""},                  /* NBSP does not */
+        {"\xe2\x80\x8b", "\"\\u200b\""},              /* zero-width space (Cf) */
+        {"\xef\xbb\xbf", "\"\\ufeff\""},              /* BOM */
+        {"\xed\xa0\x80", "\"\\xed\\xa0\\x80\""},      /* a UTF-8 surrogate is invalid */
+        {"\xe2\x82", "\"\\xe2\\x82\""},               /* truncated sequence */
+        {"\xf3\xa0\x80\x81", "\"\\U000e0001\""},      /* language tag (Cf) */
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1235,8 +1269,8 @@ Test(k8s_path, rvm_value_is_go_quoted)
         snprintf(cause, sizeof(cause),
                  "Unsupported value: %s: supported values: \"Exact\", \"NotOlderThan\", \"\"",
                  cases[i].quoted);
-        snprintf(msg, sizeof(msg), "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: %s",
-                 cause);
+        snprintf(msg, sizeof(msg),
+                 "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: %s", cause);
         expect_invalid(qs, false, msg, &c, 1);
     }
 }
@@ -1344,8 +1378,7 @@ Test(k8s_path, query_parse_decodes_and_drops_as_go_does)
         {"a=b=c", "[a]=[b=c]", 1},
         {"%61=%41%42", "[a]=[AB]", 1},
         {"v=%00x", "[v]=[%00x]", 1},
-        {"labelSelector=app%3Dx%2Ctier+in+%28a%2Cb%29",
-         "[labelSelector]=[app=x,tier in (a,b)]", 1},
+        {"labelSelector=app%3Dx%2Ctier+in+%28a%2Cb%29", "[labelSelector]=[app=x,tier in (a,b)]", 1},
         {"fieldSelector=metadata.name%3D%C3%A9", "[fieldSelector]=[metadata.name=\xc3\xa9]", 1},
         {"a=%2", "", 0},
         {"a=%%41", "", 0},

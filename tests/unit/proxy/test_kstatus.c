@@ -112,8 +112,8 @@ Test(kstatus, not_ready_retry_after_curve)
         double t;
         int want;
     } cases[] = {
-        {0, 1},  {-5, 1},  {11.5, 1}, {11.6, 2}, {18.2, 2},  {18.4, 3},
-        {23.0, 3}, {23.2, 4}, {56.6, 29}, {56.7, 30}, {60, 30}, {1e9, 30},
+        {0, 1},    {-5, 1},   {11.5, 1},  {11.6, 2},  {18.2, 2}, {18.4, 3},
+        {23.0, 3}, {23.2, 4}, {56.6, 29}, {56.7, 30}, {60, 30},  {1e9, 30},
     };
     struct kstatus st;
 
@@ -133,8 +133,10 @@ Test(kstatus, status_422_invalid_list_options)
                               "resourceVersion is provided";
     struct kstatus st;
 
-    kstatus_set(&st, 422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: "
-                "resourceVersionMatch: %s", msg);
+    kstatus_set(&st, 422, "Invalid",
+                "ListOptions.meta.k8s.io \"\" is invalid: "
+                "resourceVersionMatch: %s",
+                msg);
     st.group = "meta.k8s.io";
     st.kind = "ListOptions";
     st.causes[0] = (struct kstatus_cause){"FieldValueForbidden", msg, "resourceVersionMatch"};
@@ -154,7 +156,8 @@ Test(kstatus, status_500_invalid_rv_has_no_reason)
 {
     struct kstatus st;
 
-    kstatus_set(&st, 500, NULL, "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: "
+    kstatus_set(&st, 500, NULL,
+                "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: "
                 "parsing \"abc\": invalid syntax");
     expect_status(&st, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                        "\"Failure\",\"message\":\"resourceVersion: Invalid value: \\\"abc\\\": "

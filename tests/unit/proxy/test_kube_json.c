@@ -85,12 +85,46 @@ Test(kube_json, member_last_duplicate_wins_and_escaped_keys_match)
 }
 
 static const char *const malformed[] = {
-    "", " ", "{", "}", "[]", "[{}]", "\"a\"", "1", "null", "{\"a\"", "{\"a\":}", "{\"a\":1,}",
-    "{,\"a\":1}", "{\"a\":1} x", "{\"a\":1}}", "{\"a\":tru}", "{\"a\":truex}", "{\"a\":01}",
-    "{\"a\":1.}", "{\"a\":.5}", "{\"a\":1e}", "{\"a\":1e+}", "{\"a\":-}", "{\"a\":+1}",
-    "{\"a\":\"\x01\"}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\u12g4\"}",
-    "{'a':1}", "{\"a\" 1}", "{\"a\":[1,]}", "{\"a\":[1 2]}", "{\"a\":\"abc}", "{\"a\":\"\\",
-    "{\"a\":NaN}", "{a:1}", "{\"a\":1 \"b\":2}", "{\"a\":{\"b\":1}", "{\"a\":[}", "\xef\xbb\xbf{}",
+    "",
+    " ",
+    "{",
+    "}",
+    "[]",
+    "[{}]",
+    "\"a\"",
+    "1",
+    "null",
+    "{\"a\"",
+    "{\"a\":}",
+    "{\"a\":1,}",
+    "{,\"a\":1}",
+    "{\"a\":1} x",
+    "{\"a\":1}}",
+    "{\"a\":tru}",
+    "{\"a\":truex}",
+    "{\"a\":01}",
+    "{\"a\":1.}",
+    "{\"a\":.5}",
+    "{\"a\":1e}",
+    "{\"a\":1e+}",
+    "{\"a\":-}",
+    "{\"a\":+1}",
+    "{\"a\":\"\x01\"}",
+    "{\"a\":\"\\x\"}",
+    "{\"a\":\"\\u12\"}",
+    "{\"a\":\"\\u12g4\"}",
+    "{'a':1}",
+    "{\"a\" 1}",
+    "{\"a\":[1,]}",
+    "{\"a\":[1 2]}",
+    "{\"a\":\"abc}",
+    "{\"a\":\"\\",
+    "{\"a\":NaN}",
+    "{a:1}",
+    "{\"a\":1 \"b\":2}",
+    "{\"a\":{\"b\":1}",
+    "{\"a\":[}",
+    "\xef\xbb\xbf{}",
 };
 
 Test(kube_json, member_rejects_malformed)
@@ -98,8 +132,7 @@ Test(kube_json, member_rejects_malformed)
     char v[64];
 
     for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
-        cr_expect_eq(member(malformed[i], "a", v, sizeof(v)), -EPROTO, "[%zu] %s", i,
-                     malformed[i]);
+        cr_expect_eq(member(malformed[i], "a", v, sizeof(v)), -EPROTO, "[%zu] %s", i, malformed[i]);
     }
     cr_expect_eq(kube_json_member(NULL, 0, "a", &(size_t){0}, &(size_t){0}), -EPROTO);
 }
@@ -186,8 +219,8 @@ Test(kube_json, array_next_end_is_sticky)
 
 Test(kube_json, array_next_rejects_malformed)
 {
-    static const char *const bad[] = {"", "{}", "[", "[1", "[1,", "[1,]", "[,1]", "[1 2]",
-                                      "[1]]", "[1] x", "[tru]", "[{]", "[\"a]", "1"};
+    static const char *const bad[] = {"",      "{}",   "[",     "[1",    "[1,", "[1,]",  "[,1]",
+                                      "[1 2]", "[1]]", "[1] x", "[tru]", "[{]", "[\"a]", "1"};
     char out[256];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -312,4 +345,3 @@ Test(kube_json, strip_type_meta_rejects_malformed)
         free(out);
     }
 }
-

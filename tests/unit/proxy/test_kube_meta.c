@@ -19,9 +19,9 @@
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-static const char *const pod_fields[] = {"spec.nodeName", "status.phase", "spec.hostNetwork",
-                                         "spec.priority", "spec.x", "spec.containers",
-                                         "spec.missing", "metadata.name", NULL};
+static const char *const pod_fields[] = {"spec.nodeName", "status.phase",  "spec.hostNetwork",
+                                         "spec.priority", "spec.x",        "spec.containers",
+                                         "spec.missing",  "metadata.name", NULL};
 
 static const char *kv_get(const struct blob_kv *kv, size_t n, const char *key)
 {
@@ -67,8 +67,8 @@ Test(kube_meta, meta_parse_optional_parts)
     static const char node[] = "{\"metadata\":{\"name\":\"n1\",\"labels\":{\"a\":\"1\",\"b\":2,"
                                "\"a\":\"3\",\"c\":null}},\"spec\":{\"unschedulable\":false,"
                                "\"big\":9007199254740992,\"neg\":-42,\"s\":{\"t\":\"deep\"}}}";
-    static const char *const fields[] = {"spec.unschedulable", "spec.big", "spec.neg",
-                                         "spec.s.t", "spec.s.t.u", "", NULL};
+    static const char *const fields[] = {"spec.unschedulable", "spec.big", "spec.neg", "spec.s.t",
+                                         "spec.s.t.u",         "",         NULL};
     struct kube_meta m;
 
     cr_assert_eq(kube_meta_parse(node, strlen(node), fields, &m), 0);
@@ -125,9 +125,10 @@ Test(kube_meta, meta_parse_reads_keys_as_go_does)
                                    "\"labels\":{\"app\\u0000\":\"x\"}}}";
     static const char nul_rv[] = "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\\u0000\"}}";
     static const char not_nul[] = "{\"metadata\":{\"name\":\"a\\\\u0000\"}}";
-    static const char dup[] = "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"name\":\"b\","
-                              "\"namespace\":\"n2\",\"labels\":{\"x\":\"1\"},\"labels\":{\"y\":\"2\"}},"
-                              "\"spec\":{\"nodeName\":\"n1\"},\"spec\":{\"nodeName\":\"n2\"}}";
+    static const char dup[] =
+        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"name\":\"b\","
+        "\"namespace\":\"n2\",\"labels\":{\"x\":\"1\"},\"labels\":{\"y\":\"2\"}},"
+        "\"spec\":{\"nodeName\":\"n1\"},\"spec\":{\"nodeName\":\"n2\"}}";
     static const char *const fields[] = {"spec.nodeName", NULL};
     struct kube_meta m;
     uint64_t rv = 0;
@@ -218,10 +219,9 @@ Test(kube_meta, blob_from_object)
  */
 Test(kube_meta, escaped_values_are_stored_and_matched_decoded)
 {
-    static const char obj[] =
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"labels\":{"
-        "\"q\":\"a\\\"b\\u00e9\\\\c\\/\",\"e\":\"\",\"u\":\"\\u0041pp\"}},"
-        "\"spec\":{\"nodeName\":\"n\\\"1\\u00e9,=\\\\\"}}";
+    static const char obj[] = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\",\"labels\":{"
+                              "\"q\":\"a\\\"b\\u00e9\\\\c\\/\",\"e\":\"\",\"u\":\"\\u0041pp\"}},"
+                              "\"spec\":{\"nodeName\":\"n\\\"1\\u00e9,=\\\\\"}}";
     static const char *const paths[] = {"spec.nodeName", NULL};
     char err[256];
     struct selector *by_node =

@@ -144,8 +144,8 @@ static void e_map(struct enc *e, uint32_t num, const char *k, const void *v, siz
 }
 
 /* "k8s\0" + Unknown{typeMeta, raw, contentEncoding, contentType}; consumes <raw>. */
-static void envelope(struct enc *out, const char *api_version, const char *kind,
-                     struct enc *raw, const char *cenc, const char *ctype)
+static void envelope(struct enc *out, const char *api_version, const char *kind, struct enc *raw,
+                     const char *cenc, const char *ctype)
 {
     struct enc tm;
 
@@ -284,14 +284,19 @@ Test(proto, kubectl_create_job_and_job_with_command)
                   "\"resources\":{}}],\"restartPolicy\":\"Never\"}}},\"status\":{}}");
 }
 
-static const char *const captures[] = {
-    "kubectl-create-configmap.pb",         "kubectl-create-secret.pb",
-    "kubectl-create-namespace.pb",         "kubectl-create-deployment.pb",
-    "kubectl-create-deployment-full.pb",   "kubectl-create-service-clusterip.pb",
-    "kubectl-create-service-headless.pb",  "kubectl-create-service-nodeport.pb",
-    "kubectl-create-service-loadbalancer.pb", "kubectl-create-service-externalname.pb",
-    "kubectl-create-serviceaccount.pb",    "kubectl-create-job.pb",
-    "kubectl-create-job-command.pb"};
+static const char *const captures[] = {"kubectl-create-configmap.pb",
+                                       "kubectl-create-secret.pb",
+                                       "kubectl-create-namespace.pb",
+                                       "kubectl-create-deployment.pb",
+                                       "kubectl-create-deployment-full.pb",
+                                       "kubectl-create-service-clusterip.pb",
+                                       "kubectl-create-service-headless.pb",
+                                       "kubectl-create-service-nodeport.pb",
+                                       "kubectl-create-service-loadbalancer.pb",
+                                       "kubectl-create-service-externalname.pb",
+                                       "kubectl-create-serviceaccount.pb",
+                                       "kubectl-create-job.pb",
+                                       "kubectl-create-job-command.pb"};
 #define N_CAPTURES (sizeof(captures) / sizeof(captures[0]))
 
 Test(proto, every_prefix_of_a_capture_is_rejected_or_decoded)
@@ -415,9 +420,10 @@ Test(proto, secret_type_string_data_and_binary_data)
     e_map(&raw, 4, "a", "b", 1);
     e_uint(&raw, 5, 0);
     cr_assert_eq(decode_env("v1", "Secret", &raw, &json, NULL, 0), 0);
-    cr_assert_str_eq(json, "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s\"},"
-                           "\"immutable\":false,\"data\":{\"x\":\"AA==\"},\"stringData\":{\"a\":"
-                           "\"b\"},\"type\":\"Opaque\"}");
+    cr_assert_str_eq(json,
+                     "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s\"},"
+                     "\"immutable\":false,\"data\":{\"x\":\"AA==\"},\"stringData\":{\"a\":"
+                     "\"b\"},\"type\":\"Opaque\"}");
     free(json);
 }
 
@@ -512,10 +518,10 @@ Test(proto, repeated_key_and_scalar_keep_the_last_value_unknown_fields_skipped)
     e_init(&meta);
     e_str(&meta, 1, "first");
     e_str(&meta, 1, "second");
-    e_uint(&meta, 99, 5);                     /* unknown varint */
-    e_tag(&meta, 98, 1);                      /* unknown fixed64 */
+    e_uint(&meta, 99, 5); /* unknown varint */
+    e_tag(&meta, 98, 1);  /* unknown fixed64 */
     e_raw(&meta, "12345678", 8);
-    e_tag(&meta, 97, 5);                      /* unknown fixed32 */
+    e_tag(&meta, 97, 5); /* unknown fixed32 */
     e_raw(&meta, "1234", 4);
     e_str(&meta, 96, "unknown bytes");
     e_msg(&raw, 1, &meta);
@@ -539,11 +545,18 @@ Test(proto, invalid_utf8_becomes_replacement_character)
     e_str(&meta, 1, "ok");
     e_msg(&raw, 1, &meta);
     /* a lone 0xff, an overlong "/" (c0 af), a surrogate (ed a0 80), and valid "é" (c3 a9) */
-    e_map(&raw, 2, "k", "a\xff" "b\xc0\xaf" "c\xed\xa0\x80" "d\xc3\xa9", 12);
+    e_map(&raw, 2, "k",
+          "a\xff"
+          "b\xc0\xaf"
+          "c\xed\xa0\x80"
+          "d\xc3\xa9",
+          12);
     cr_assert_eq(decode_env("v1", "ConfigMap", &raw, &json, NULL, 0), 0);
     cr_assert_str_eq(json, "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
-                           "\"ok\"},\"data\":{\"k\":\"a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
-                           "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "d\xc3\xa9\"}}");
+                           "\"ok\"},\"data\":{\"k\":\"a\xef\xbf\xbd"
+                           "b\xef\xbf\xbd\xef\xbf\xbd"
+                           "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                           "d\xc3\xa9\"}}");
     free(json);
 }
 
@@ -754,8 +767,8 @@ Test(proto, deployment_pod_template_every_value_type)
     e_str(&meta, 1, "web");
     e_msg(&raw, 1, &meta);
     e_init(&dspec);
-    e_uint(&dspec, 5, (uint64_t)-1LL);        /* int32 -1, sign-extended to 10 bytes */
-    e_uint(&dspec, 1, (1ULL << 32) + 5);      /* int32 keeps the low 32 bits: 5 */
+    e_uint(&dspec, 5, (uint64_t)-1LL);   /* int32 -1, sign-extended to 10 bytes */
+    e_uint(&dspec, 1, (1ULL << 32) + 5); /* int32 keeps the low 32 bits: 5 */
     e_init(&tmpl);
     e_init(&pspec);
     workload_volumes(&pspec);
@@ -768,7 +781,7 @@ Test(proto, deployment_pod_template_every_value_type)
     e_varint(&packed, 2000);
     e_bytes(&psc, 4, packed.b, packed.n); /* packed repeated int64 */
     free(packed.b);
-    e_uint(&psc, 4, 3000);                /* and one more, unpacked */
+    e_uint(&psc, 4, 3000); /* and one more, unpacked */
     e_msg(&pspec, 14, &psc);
     e_msg(&tmpl, 2, &pspec);
     e_msg(&dspec, 3, &tmpl);
@@ -912,8 +925,8 @@ static int decode_quantity(uint32_t field, const char *qty, char *err, size_t er
 Test(proto, bad_quantity_intorstr_and_packed_list_are_eproto)
 {
     static const char *const bad_quantities[] = {"", "abc", "1Xi", "1e", "1e+", "--1", ".", "1.5x"};
-    static const char *const good_quantities[] = {"0", "+1", "-2.5", ".5", "1.", "100m", "1e3",
-                                                  "2E-2", "5Ki", "1Ei", "3n"};
+    static const char *const good_quantities[] = {"0",   "+1",   "-2.5", ".5",  "1.", "100m",
+                                                  "1e3", "2E-2", "5Ki",  "1Ei", "3n"};
     struct enc raw, spec, port, packed, psc;
     char *json;
     char err[256];
@@ -1093,8 +1106,7 @@ Test(proto, malformed_envelopes_are_eproto)
     /* tenth byte above 1 overflows 64 bits */
     cr_assert_eq(decode_bytes("k8s\0\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 15), -EPROTO);
     /* ... while the largest valid one, 2^64-1, is read (and skipped) */
-    cr_assert_eq(decode_bytes("k8s\0\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 15),
-                 -ENOTSUP);
+    cr_assert_eq(decode_bytes("k8s\0\x28\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 15), -ENOTSUP);
     /* length past the end */
     cr_assert_eq(decode_bytes("k8s\0\x0a\x05\x0a\x02v1", 10), -EPROTO);
     /* field number 0 */
@@ -1175,8 +1187,8 @@ Test(proto, content_type_matching)
 Test(proto, base64_rfc4648_vectors)
 {
     static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-    static const char *const out[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
-                                      "Zm9vYmFy"};
+    static const char *const out[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                      "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
 
     for (size_t i = 0; i < 7; i++) {
         char *b = proto_base64_new(in[i], strlen(in[i]));
