@@ -371,8 +371,9 @@ void review_cache_abandon(struct review_cache *c, struct review_flight *flight)
 void review_cache_clear(struct review_cache *c)
 {
     pthread_mutex_lock(&c->mu);
-    while (c->oldest != NULL) {
-        entry_remove(c, c->oldest);
+    for (struct rc_entry *e = c->oldest, *next; e != NULL; e = next) {
+        next = e->newer; /* read before entry_remove frees e */
+        entry_remove(c, e);
     }
     pthread_mutex_unlock(&c->mu);
 }
