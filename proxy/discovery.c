@@ -21,6 +21,7 @@
 
 #include "cache/bug.h"
 #include "cache/ring.h"
+#include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/log.h"
 #include "proxy/upstream.h"
@@ -56,26 +57,15 @@ struct discovery {
     bool wanted; /* under mu */
 };
 
-struct body {
-    char *data;
-    size_t len;
-    bool too_big;
-};
-
+/* libcurl write callback: the body into a capped sbuf (DISCOVERY_MAX_BYTES); past the cap the
+ * transfer is aborted. */
 static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    struct body *b = ud;
+    struct sbuf *b = ud;
     size_t n = size * nmemb;
 
-    if (b->len + n > DISCOVERY_MAX_BYTES) {
-        b->too_big = true;
-        return 0;
-    }
-    b->data = xrealloc(b->data, b->len + n + 1);
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
+    sbuf_put(b, ptr, n);
+    return sbuf_error(b) == 0 ? n : 0;
 }
 
 /* Aborts a blocking transfer of the upstream thread as soon as shutdown starts (libcurl
@@ -92,12 +82,13 @@ static cJSON *get_json(struct discovery *d, const char *path, long *code, long t
 {
     CURL *e = curl_easy_init();
     struct curl_slist *h = NULL;
-    struct body b = {0};
+    struct sbuf b;
     struct upstream_call call;
     cJSON *j = NULL;
     CURLcode rc;
 
     *code = 0;
+    sbuf_init(&b, DISCOVERY_MAX_BYTES);
     if (!e) {
         return NULL;
     }
@@ -119,13 +110,13 @@ static cJSON *get_json(struct discovery *d, const char *path, long *code, long t
     upstream_done(d->up, &call, rc, *code); /* a 401 makes an exec credential stale */
     if (rc != CURLE_OK) {
         *code = 0;
-    } else if (*code == 200 && b.data) {
-        j = cJSON_ParseWithLength(b.data, b.len);
+    } else if (*code == 200 && b.p != NULL) {
+        j = cJSON_ParseWithLength(b.p, b.len);
     }
 out:
     curl_slist_free_all(h);
     curl_easy_cleanup(e);
-    free(b.data);
+    sbuf_free(&b);
     return j;
 }
 
