@@ -102,6 +102,7 @@ struct http_req {
     struct MHD_Connection *conn;
     const char *method;          /* into strs */
     const char *path;            /* into strs */
+    const char *uri;             /* into strs: the request target as sent (path?query) */
     struct k8s_query_kv *query;  /* n_query pairs, into strs */
     size_t n_query;
     bool query_overflow;
@@ -119,6 +120,8 @@ struct http_req {
     http_handle_fn *owner_fn; /* set by http_req_take_over */
     void *owner_ctx;
     http_state_free_fn *owner_free;
+    void *auth; /* http_req_set_auth: the auth gate's state */
+    http_state_free_fn *auth_free;
     http_stream_fn *stream_fn;
     void *stream_ctx;
     struct http_hdr *hdr; /* HTTP_MAX_EXTRA_HEADERS slots, allocated on the first add */
@@ -303,14 +306,15 @@ static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     const char *q = strchr(uri, '?');
-    size_t len = q ? strlen(q + 1) : 0;
-    struct http_req *pre = xcalloc(1, sizeof(*pre) + len + 1);
+    size_t len = q ? strlen(q + 1) : 0, ulen = strlen(uri);
+    struct http_req *pre = xcalloc(1, sizeof(*pre) + len + 1 + ulen + 1);
 
     (void)cls;
     pre->conn = conn;
     if (q) {
         memcpy(pre->strs, q + 1, len + 1);
     }
+    memcpy(pre->strs + len + 1, uri, ulen + 1); /* the raw target, after the query's NUL */
     return pre;
 }
 
@@ -340,12 +344,15 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
                                 struct http_req *pre)
 {
     const char *raw = pre ? pre->strs : "";
+    const char *target = pre ? raw + strlen(raw) + 1 : url;
     size_t rlen = strlen(raw) + 1, mlen = strlen(method) + 1, ulen = strlen(url) + 1;
+    size_t tlen = strlen(target) + 1;
     size_t slots = http_server_query_slots(raw);
     struct http_req *req;
     char *next;
 
-    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen);
+    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen +
+                         tlen);
     req->srv = srv;
     req->conn = conn;
     req->query = (struct k8s_query_kv *)(void *)req->strs;
@@ -355,6 +362,7 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
     next += rlen;
     req->method = str_copy(&next, method);
     req->path = str_copy(&next, url);
+    req->uri = str_copy(&next, target);
     req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
                    !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
     req->start_ms = clock_mono_ms();
@@ -380,6 +388,9 @@ static void req_free(struct http_req *req)
     }
     if (req->owner_free) {
         req->owner_free(req->owner_ctx);
+    }
+    if (req->auth_free) {
+        req->auth_free(req->auth);
     }
     req_free_headers(req);
     free(req->body);
@@ -963,6 +974,43 @@ const char *http_req_arg(const struct http_req *req, const char *key)
 const char *http_req_header(const struct http_req *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_req_uri(const struct http_req *req)
+{
+    return req->uri;
+}
+
+struct header_walk {
+    http_header_fn *fn;
+    void *ctx;
+};
+
+static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct header_walk *w = cls;
+
+    (void)kind;
+    return w->fn(w->ctx, key, value ? value : "") ? MHD_YES : MHD_NO;
+}
+
+void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx)
+{
+    struct header_walk w = {fn, ctx};
+
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &w);
+}
+
+void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn)
+{
+    req->auth = ctx;
+    req->auth_free = free_fn;
+}
+
+void *http_req_auth(const struct http_req *req)
+{
+    return req->auth;
 }
 
 const char *http_req_body(const struct http_req *req, size_t *len)

@@ -82,6 +82,25 @@ const struct k8s_query_kv *http_req_query(const struct http_req *req, size_t *n)
 const char *http_req_arg(const struct http_req *req, const char *key);
 /* Request header (case-insensitive) or NULL. */
 const char *http_req_header(const struct http_req *req, const char *name);
+/* The request target exactly as the client sent it (path and raw query), for the texts
+ * that quote it (authz_status_internal_error). */
+const char *http_req_uri(const struct http_req *req);
+
+/* Receives one request header; return false to stop. */
+typedef bool http_header_fn(void *ctx, const char *name, const char *value);
+
+/* Calls <fn> for every request header in the order received, a repeated header once per
+ * line (Impersonate-Group). MHD thread (the handle function). */
+void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx);
+
+/*
+ * The auth gate's per-request state (kept apart from http_req_set_state, which the handlers
+ * own): <free_fn>(<ctx>) runs once at completion, after the state's and the owner's. Set it
+ * from the handle function; read it from any thread that owns the request.
+ */
+void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn);
+void *http_req_auth(const struct http_req *req);
+
 const char *http_req_body(const struct http_req *req, size_t *len);
 /* The connection's socket (for the idle-disconnect sweep). */
 int http_req_fd(const struct http_req *req);
