@@ -509,6 +509,8 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
         if (!p->metrics_srv) {
             goto fail;
         }
+        log_info("proxy", "metrics_url=%s msg=\"serving /metrics without auth\"",
+                 http_server_url(p->metrics_srv));
     }
     if (registry_tick_start(p->reg, NULL, NULL) != 0 || discovery_start(p->disc) != 0) {
         snprintf(err, err_len, "cannot start threads");
@@ -705,8 +707,8 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
         emb->ready(emb->ctx, http_server_url(p->srv));
     }
     fflush(stdout);
-    log_info("proxy", "url=%s upstream=%s threads=%lld msg=\"proxy ready\"",
-             http_server_url(p->srv), url, (long long)o->threads);
+    log_info("proxy", "url=%s upstream=%s auth=%s threads=%lld msg=\"proxy ready\"",
+             http_server_url(p->srv), url, o->auth, (long long)o->threads);
     sigwait(&set, &sig);
     log_info("proxy", "signal=%d msg=\"shutting down\"", sig);
     proxy_stop(p);
