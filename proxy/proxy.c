@@ -244,7 +244,7 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
 static void forward(void *app, struct http_req *req)
 {
     struct proxy *p = app;
-    passthrough_forward(p->pt, req);
+    passthrough_forward_as(p->pt, req, gate_identity(req));
 }
 
 static void forward_counted(void *app, struct http_req *req)
@@ -258,7 +258,7 @@ static void forward_counted(void *app, struct http_req *req)
             atomic_fetch_add(&ar->ctr.forwarded, 1);
         }
     }
-    passthrough_forward(p->pt, req);
+    passthrough_forward_as(p->pt, req, gate_identity(req));
 }
 
 /* --metrics-listen: /metrics without auth, nothing else. */
