@@ -43,6 +43,8 @@ struct gate_req {
     size_t body_len;
     const char *ctype; /* its Content-Type */
     struct identity *id;         /* allowed: whom the request acts as (owned) */
+    struct identity *cert_id;    /* the verified client certificate's (owned), or NULL */
+    int cert_rc;                 /* http_req_client_identity's answer */
     const char *authorization;   /* MHD's string, or NULL */
     struct impersonate_hdr *imp; /* MHD's strings; n_imp of them */
     size_t n_imp;
@@ -120,6 +122,17 @@ static int authenticate(struct gate_req *gr, bool cached_only, struct identity *
     int rc;
 
     *id = NULL;
+    if (gr->cert_rc == 0) {
+        *id = identity_dup(gr->cert_id); /* a client certificate wins over a token */
+        atomic_fetch_add(&g->authn_ok, 1);
+        return 0;
+    }
+    if (gr->cert_rc == -EACCES) {
+        log_debug("gate", "path=%s msg=\"unauthorized: client certificate does not verify\"",
+                  http_req_path(gr->req));
+        answer_unauthorized(gr);
+        return 1;
+    }
     if (auth_bearer_token(gr->authorization, &token, &len)) {
         rc = cached_only ? auth_token_cached(g->o.auth, token, len, id, err, sizeof(err))
                          : auth_token(g->o.auth, token, len, id, err, sizeof(err));
@@ -273,6 +286,7 @@ static void gate_req_free(void *p)
     struct gate_req *gr = p;
 
     identity_free(gr->id);
+    identity_free(gr->cert_id);
     free(gr->body);
     free(gr->imp);
     free(gr);
@@ -339,6 +353,7 @@ enum gate_verdict gate_check(struct gate *g, struct http_req *req)
     gr->req = req;
     http_req_set_auth(req, gr, gate_req_free);
     http_req_headers(req, collect_header, gr);
+    gr->cert_rc = http_req_client_identity(req, &gr->cert_id);
     if (decide(gr, true) == 0) {
         atomic_fetch_add(&g->fast, 1);
         return gate_check(g, req);

@@ -30,6 +30,7 @@
 
 #include "cache/bug.h"
 #include "proxy/log.h"
+#include "proxy/tls.h"
 
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
@@ -76,8 +77,8 @@ struct http_server {
     atomic_uint active;
     atomic_uint bodies;      /* http_reply_iov bodies alive (LISTs, GETs) */
     atomic_uint bodies_peak; /* most alive at once since the last trim */
-    char *tls_cert; /* PEM, kept for the daemon's lifetime */
-    char *tls_key;
+    struct tls_certs *certs; /* https: the serving certificate, re-read when it changes */
+    char *tls_trust;         /* --client-ca-file PEM, kept for the daemon's lifetime */
     int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
     int wake_fd;         /* eventfd that stops the acceptor */
     pthread_t acceptor;
@@ -807,8 +808,8 @@ static void srv_free(struct http_server *srv)
     pthread_mutex_destroy(&srv->rb.mu);
     pthread_cond_destroy(&srv->rb.cv);
     free(srv->rb.q);
-    free(srv->tls_cert);
-    free(srv->tls_key);
+    tls_certs_free(srv->certs); /* after MHD_stop_daemon: no handshake can run */
+    free(srv->tls_trust);
     free(srv);
 }
 
@@ -844,14 +845,37 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     pthread_mutex_init(&srv->rb.mu, NULL);
     pthread_cond_init(&srv->rb.cv, NULL);
     srv->rb.interval_ns = opts->resume_interval_ms > 0 ? opts->resume_interval_ms * 1000000LL : 0;
+    if (opts->client_ca_file && !opts->tls_cert_file) {
+        snprintf(err, err_len, "client certificates (a client CA file) need https");
+        srv_free(srv);
+        return NULL;
+    }
     if (opts->tls_cert_file) {
-        srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
-        srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
-        if (!srv->tls_key) {
+        const char *files[2] = {opts->tls_cert_file, opts->tls_key_file};
+
+        for (int i = 0; i < 2; i++) {
+            FILE *f = fopen(files[i], "r"); /* a clear message for a missing file */
+
+            if (!f) {
+                snprintf(err, err_len, "cannot open %s: %s", files[i], strerror(errno));
+                srv_free(srv);
+                return NULL;
+            }
+            fclose(f);
+        }
+        srv->certs = tls_certs_new(opts->tls_cert_file, opts->tls_key_file, err, err_len);
+        if (!srv->certs) {
             srv_free(srv);
             return NULL;
         }
         flags |= MHD_USE_TLS;
+    }
+    if (opts->client_ca_file) {
+        srv->tls_trust = read_pem(opts->client_ca_file, err, err_len);
+        if (!srv->tls_trust) {
+            srv_free(srv);
+            return NULL;
+        }
     }
     srv->listen_fd = listen_on(opts->listen, &sa, err, err_len);
     srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -875,9 +899,11 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
         if (threads > 1) {
             OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
         }
-        if (srv->tls_cert) {
-            OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
-            OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
+        if (srv->certs) {
+            OPT(MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_certs_callback());
+        }
+        if (srv->tls_trust) {
+            OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, srv->tls_trust);
         }
         OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
@@ -903,7 +929,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     }
     srv->acceptor_started = true;
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-    snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->tls_cert ? "https" : "http",
+    snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->certs ? "https" : "http",
              sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
              (unsigned)ntohs(sa.sin_port));
     return srv;
@@ -1000,6 +1026,21 @@ void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx)
     struct header_walk w = {fn, ctx};
 
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &w);
+}
+
+int http_req_client_identity(const struct http_req *req, struct identity **out)
+{
+    const union MHD_ConnectionInfo *ci;
+
+    *out = NULL;
+    if (req->srv->tls_trust == NULL) {
+        return -ENOENT;
+    }
+    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (ci == NULL || ci->tls_session == NULL) {
+        return -ENOENT;
+    }
+    return tls_client_identity(ci->tls_session, out);
 }
 
 void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn)

@@ -47,8 +47,10 @@ struct http_server_opts {
     size_t max_body;           /* request bodies above this get 413 */
     int64_t resume_interval_ms; /* http_resume_batched: at most one batch per interval
                                    (0 = each batch at once) */
-    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file) */
+    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file); both files
+                                  are re-read when they change (new handshakes only) */
     const char *tls_key_file;  /* PEM private key */
+    const char *client_ca_file; /* PEM CAs: request client certificates and verify them */
 };
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 60000
@@ -99,6 +101,16 @@ void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx)
  * from the handle function; read it from any thread that owns the request.
  */
 void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn);
+
+struct identity;
+
+/*
+ * The identity of the request's TLS client certificate, verified against client_ca_file
+ * (tls_client_identity): 0 with *out (caller owns it), -ENOENT when there is none (plain
+ * http, no client CA configured, or the client sent no certificate), -EACCES when it does
+ * not verify. MHD thread (the handle function).
+ */
+int http_req_client_identity(const struct http_req *req, struct identity **out);
 void *http_req_auth(const struct http_req *req);
 
 const char *http_req_body(const struct http_req *req, size_t *len);

@@ -84,6 +84,7 @@ struct proxy_opts {
     bool cache_events;
     const char *tls_cert_file;
     const char *tls_key_file;
+    const char *client_ca_file;
     const char *auth;             /* "none", "delegated", "" = by --listen */
     bool anonymous_auth;
     struct config_list audiences; /* --authentication-audiences */
@@ -498,6 +499,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     hso.resume_interval_ms = o->watch_wake_ms;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
+    hso.client_ca_file = o->client_ca_file;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
     if (!p->srv) {
         goto fail;
@@ -816,6 +818,9 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0,
          "serve https downstream with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
+        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0,
+         "https: request client certificates and accept those these PEM CAs sign (user = CN, "
+         "groups = O; wins over a bearer token)"},
         {"auth", CFG_STR, &o.auth, 0, 0,
          "none or delegated: authenticate every request with a TokenReview and authorize it with "
          "a SubjectAccessReview upstream (default: none when --listen is loopback, else "
