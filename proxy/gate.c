@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#include <curl/curl.h>
+#include <time.h>
 
 #include "cache/bug.h"
+#include "cache/sbuf.h"
 #include "proxy/authz_status.h"
 #include "proxy/impersonate.h"
 #include "proxy/kstatus.h"
@@ -488,58 +488,64 @@ void gate_stats(const struct gate *g, struct gate_stats *out)
 
 /* ---- the upstream transport ------------------------------------------------------------ */
 
-static size_t send_write(char *data, size_t size, size_t nitems, void *ud)
-{
-    struct sbuf *resp = ud;
-    size_t n = size * nitems;
+const double gate_latency_bounds[GATE_LATENCY_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                          0.5,   1,    2.5,   5,    10};
 
-    if (resp->len + n > REVIEW_CACHE_MAX_VALUE * 4) {
-        return 0; /* a review answer is small; this is not one */
+/* Process-wide, relaxed atomics: each counter is exact, the set is not a snapshot. */
+static struct {
+    atomic_ullong bucket[GATE_LATENCY_BUCKETS + 1]; /* not cumulative: bucket i alone */
+    atomic_ullong sum_us;
+    atomic_ullong failed;
+} review_hist[GATE_REVIEW_KINDS];
+
+static void review_observe(enum gate_review_kind k, int64_t us, bool ok)
+{
+    double s_ = (double)us / 1e6;
+    size_t i = 0;
+
+    if (!ok) {
+        atomic_fetch_add_explicit(&review_hist[k].failed, 1, memory_order_relaxed);
     }
-    sbuf_put(resp, data, n);
-    return n;
+    while (i < GATE_LATENCY_BUCKETS && s_ > gate_latency_bounds[i]) {
+        i++;
+    }
+    atomic_fetch_add_explicit(&review_hist[k].bucket[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&review_hist[k].sum_us, (unsigned long long)us,
+                              memory_order_relaxed);
+}
+
+void gate_review_stats(enum gate_review_kind k, struct gate_review_stats *out)
+{
+    uint64_t run = 0;
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i <= GATE_LATENCY_BUCKETS; i++) {
+        run += atomic_load_explicit(&review_hist[k].bucket[i], memory_order_relaxed);
+        out->bucket[i] = run;
+    }
+    out->sum_s = (double)atomic_load_explicit(&review_hist[k].sum_us, memory_order_relaxed) / 1e6;
+    out->failed = atomic_load_explicit(&review_hist[k].failed, memory_order_relaxed);
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len,
                        struct sbuf *resp, long *code, char *err, size_t err_len)
 {
-    struct upstream *up = ctx;
-    struct curl_slist *h = NULL;
-    CURL *e = curl_easy_init();
-    CURLcode cc;
-    int rc = -EIO;
+    int64_t t0 = mono_us();
+    enum gate_review_kind kind =
+        strstr(path, "tokenreviews") != NULL ? GATE_REVIEW_TOKEN : GATE_REVIEW_SAR;
+    int rc;
 
     *code = 0;
-    if (e == NULL) {
-        snprintf(err, err_len, "cannot create a curl handle");
-        return -ENOMEM;
-    }
-    if (upstream_setup(up, e, path, &h) != 0) {
-        snprintf(err, err_len, "cannot set up the upstream request");
-        rc = -ENOMEM;
-        goto out;
-    }
-    h = curl_slist_append(h, "Content-Type: application/json");
-    h = curl_slist_append(h, "Accept: application/json");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)len);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, send_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)AUTH_DEFAULT_WAIT_MS);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)AUTH_DEFAULT_WAIT_MS);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "kwp-proxy/auth");
-    cc = curl_easy_perform(e);
-    if (cc != CURLE_OK) {
-        snprintf(err, err_len, "%s", curl_easy_strerror(cc));
-        goto out;
-    }
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-    rc = 0;
-out:
-    curl_slist_free_all(h);
-    curl_easy_cleanup(e);
+    rc = upstream_post(ctx, path, body, len, resp, code, err, err_len);
+    review_observe(kind, mono_us() - t0, rc == 0 && *code >= 200 && *code <= 299);
     return rc;
 }
 

@@ -17,11 +17,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proxy/auth.h"
 #include "proxy/http_server.h"
 #include "proxy/identity.h"
-#include "cache/sbuf.h"
+
+struct sbuf;
 
 struct gate;
 struct upstream;
@@ -70,9 +72,27 @@ const struct identity *gate_identity(const struct http_req *req);
 
 void gate_stats(const struct gate *g, struct gate_stats *out);
 
+/* Upper bounds (seconds) of the review latency histogram's buckets; +Inf follows. */
+#define GATE_LATENCY_BUCKETS 11
+extern const double gate_latency_bounds[GATE_LATENCY_BUCKETS];
+
+enum gate_review_kind { GATE_REVIEW_TOKEN = 0, GATE_REVIEW_SAR, GATE_REVIEW_KINDS };
+
+/* Reviews gate_upstream_send made, per kind, since the process started (process-wide: kwp has
+ * one upstream). bucket[i] counts reviews at most gate_latency_bounds[i] s (cumulative, as
+ * Prometheus wants), bucket[GATE_LATENCY_BUCKETS] all of them; failed = no answer. */
+struct gate_review_stats {
+    uint64_t bucket[GATE_LATENCY_BUCKETS + 1];
+    double sum_s;
+    uint64_t failed;
+};
+
+void gate_review_stats(enum gate_review_kind k, struct gate_review_stats *out);
+
 /*
  * An auth_send_fn that POSTs to the upstream kube-apiserver on kwp's own credentials
- * (upstream_setup), ctx = struct upstream *. Blocks up to AUTH_DEFAULT_WAIT_MS.
+ * (upstream_post, which it times), ctx = struct upstream *. Blocks up to
+ * UPSTREAM_POST_TIMEOUT_MS. Counted in gate_review_stats.
  */
 int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len,
                        struct sbuf *resp, long *code, char *err, size_t err_len);

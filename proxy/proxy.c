@@ -270,7 +270,7 @@ static void metrics_handle(void *app, struct http_req *req)
     struct kstatus st;
 
     if (strcmp(http_req_path(req), "/metrics") == 0) {
-        metrics_serve(req, p->reg, p->pt, ready(p, why, sizeof(why)));
+        metrics_serve_auth(req, p->reg, p->pt, ready(p, why, sizeof(why)), p->gate, p->auth);
         return;
     }
     kstatus_set(&st, 404, "NotFound", "the server could not find the requested resource");
@@ -306,7 +306,7 @@ static void proxy_handle(void *app, struct http_req *req)
         return; /* answered (401/403/500) or waiting for a review */
     }
     if (strcmp(path, "/metrics") == 0) {
-        metrics_serve(req, p->reg, p->pt, ready(p, why, sizeof(why)));
+        metrics_serve_auth(req, p->reg, p->pt, ready(p, why, sizeof(why)), p->gate, p->auth);
         return;
     }
     cause = HANDLERS_WHY_NOT_RESOURCE;

@@ -107,6 +107,21 @@ Test(auth, delegated_fails_closed_when_upstream_cannot_review, .timeout = 120)
     get_with(murl, "/metrics", NULL, &r);
     expect(&r, 200, NULL);
     cr_assert(strstr(r.body, "kwp_ready") != NULL, "%s", r.body);
+    /* four requests without credentials, one with a token nobody could review (one
+     * TokenReview sent, failed: not cached), the /metrics request */
+    cr_assert(strstr(r.body, "kwp_authentications_total{result=\"failure\"} 5\n") != NULL, "%s",
+              r.body);
+    cr_assert(strstr(r.body, "kwp_authorizations_total{decision=\"allowed\"} 0\n") != NULL);
+    cr_assert(strstr(r.body, "kwp_auth_review_failures_total{review=\"tokenreview\"} 1\n") != NULL,
+              "%s", r.body);
+    cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_count{review=\"tokenreview\"} 1\n") !=
+              NULL);
+    cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_bucket{review=\"tokenreview\","
+                             "le=\"+Inf\"} 1\n") != NULL);
+    cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_count{review=\"subjectaccessreview\"} "
+                             "0\n") != NULL);
+    cr_assert(strstr(r.body, "kwp_auth_cache_lookups_total{cache=\"authentication\",result=\"miss\"} "
+                             "1\n") != NULL, "%s", r.body);
     http_resp_free(&r);
     get_with(murl, "/api/v1/pods", NULL, &r);
     expect(&r, 404, NULL);
