@@ -38,10 +38,10 @@ struct gate_req {
     struct gate *g;
     struct http_req *req;
     bool decided;
-    int code;          /* when decided: 0 = allowed, else the HTTP answer */
-    char *body;        /* the answer's body (owned) */
+    int code;   /* when decided: 0 = allowed, else the HTTP answer */
+    char *body; /* the answer's body (owned) */
     size_t body_len;
-    const char *ctype; /* its Content-Type */
+    const char *ctype;           /* its Content-Type */
     struct identity *id;         /* allowed: whom the request acts as (owned) */
     struct identity *cert_id;    /* the verified client certificate's (owned), or NULL */
     int cert_rc;                 /* http_req_client_identity's answer */
@@ -332,8 +332,7 @@ enum gate_verdict gate_check(struct gate *g, struct http_req *req)
     struct gate_req *gr = http_req_auth(req);
 
     if (gr != NULL && !gr->decided) {
-        log_error("gate", "path=%s msg=\"resumed before its review finished\"",
-                  http_req_path(req));
+        log_error("gate", "path=%s msg=\"resumed before its review finished\"", http_req_path(req));
         BUG_ON(true);
     }
     if (gr != NULL) {
@@ -367,8 +366,9 @@ enum gate_verdict gate_check(struct gate *g, struct http_req *req)
             answer_internal(gr, "the server is shutting down");
         } else {
             struct kstatus st;
-            kstatus_set(&st, 429, "TooManyRequests", "Too many requests waiting for auth "
-                                                     "reviews, please try again later.");
+            kstatus_set(&st, 429, "TooManyRequests",
+                        "Too many requests waiting for auth "
+                        "reviews, please try again later.");
             st.retry_after = 1;
             answer_status(gr, &st);
         }
@@ -510,8 +510,7 @@ static void review_observe(enum gate_review_kind k, int64_t us, bool ok)
         i++;
     }
     atomic_fetch_add_explicit(&review_hist[k].bucket[i], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&review_hist[k].sum_us, (unsigned long long)us,
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&review_hist[k].sum_us, (unsigned long long)us, memory_order_relaxed);
 }
 
 void gate_review_stats(enum gate_review_kind k, struct gate_review_stats *out)
@@ -535,8 +534,8 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len,
-                       struct sbuf *resp, long *code, char *err, size_t err_len)
+int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len, struct sbuf *resp,
+                       long *code, char *err, size_t err_len)
 {
     int64_t t0 = mono_us();
     enum gate_review_kind kind =

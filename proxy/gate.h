@@ -94,8 +94,8 @@ void gate_review_stats(enum gate_review_kind k, struct gate_review_stats *out);
  * (upstream_post, which it times), ctx = struct upstream *. Blocks up to
  * UPSTREAM_POST_TIMEOUT_MS. Counted in gate_review_stats.
  */
-int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len,
-                       struct sbuf *resp, long *code, char *err, size_t err_len);
+int gate_upstream_send(void *ctx, const char *path, const char *body, size_t len, struct sbuf *resp,
+                       long *code, char *err, size_t err_len);
 
 /* True when <listen> ("HOST:PORT") names a loopback address (127.0.0.0/8, localhost). */
 bool gate_listen_is_loopback(const char *listen);

@@ -40,7 +40,7 @@ struct tls_certs {
     char *cert_file;
     char *key_file;
     pthread_mutex_t mu;
-    struct tls_pair *cur; /* under mu */
+    struct tls_pair *cur;                  /* under mu */
     struct timespec cert_mtime, key_mtime; /* under mu: of the files <cur> came from */
     off_t cert_size, key_size;             /* under mu */
     int64_t checked_ms;                    /* under mu */
@@ -143,8 +143,8 @@ static void maybe_reload(struct tls_certs *c)
         return; /* being replaced: keep serving the old pair */
     }
     if (cm.tv_sec == c->cert_mtime.tv_sec && cm.tv_nsec == c->cert_mtime.tv_nsec &&
-        km.tv_sec == c->key_mtime.tv_sec && km.tv_nsec == c->key_mtime.tv_nsec && cs == c->cert_size &&
-        ks == c->key_size) {
+        km.tv_sec == c->key_mtime.tv_sec && km.tv_nsec == c->key_mtime.tv_nsec &&
+        cs == c->cert_size && ks == c->key_size) {
         return;
     }
     p = pair_load(c->cert_file, c->key_file, err, sizeof(err));

@@ -19,7 +19,7 @@
 #include "tests/support/srv.h"
 
 #define UNAUTHORIZED                                                                               \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","          \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
     "\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
 
 static void get_with(const char *base, const char *path, const char *token, struct http_resp *r)
@@ -114,14 +114,17 @@ Test(auth, delegated_fails_closed_when_upstream_cannot_review, .timeout = 120)
     cr_assert(strstr(r.body, "kwp_authorizations_total{decision=\"allowed\"} 0\n") != NULL);
     cr_assert(strstr(r.body, "kwp_auth_review_failures_total{review=\"tokenreview\"} 1\n") != NULL,
               "%s", r.body);
-    cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_count{review=\"tokenreview\"} 1\n") !=
-              NULL);
+    cr_assert(strstr(r.body,
+                     "kwp_auth_review_duration_seconds_count{review=\"tokenreview\"} 1\n") != NULL);
     cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_bucket{review=\"tokenreview\","
                              "le=\"+Inf\"} 1\n") != NULL);
-    cr_assert(strstr(r.body, "kwp_auth_review_duration_seconds_count{review=\"subjectaccessreview\"} "
-                             "0\n") != NULL);
-    cr_assert(strstr(r.body, "kwp_auth_cache_lookups_total{cache=\"authentication\",result=\"miss\"} "
-                             "1\n") != NULL, "%s", r.body);
+    cr_assert(strstr(r.body,
+                     "kwp_auth_review_duration_seconds_count{review=\"subjectaccessreview\"} "
+                     "0\n") != NULL);
+    cr_assert(strstr(r.body,
+                     "kwp_auth_cache_lookups_total{cache=\"authentication\",result=\"miss\"} "
+                     "1\n") != NULL,
+              "%s", r.body);
     http_resp_free(&r);
     get_with(murl, "/api/v1/pods", NULL, &r);
     expect(&r, 404, NULL);
@@ -149,7 +152,8 @@ Test(auth, none_by_default_on_loopback, .timeout = 120)
 Test(auth, bad_flags_are_refused, .timeout = 60)
 {
     char url[256];
-    const char *const bad[][3] = {{"--auth", "maybe", NULL}, {"--metrics-listen", "0.0.0.0:0", NULL}};
+    const char *const bad[][3] = {{"--auth", "maybe", NULL},
+                                  {"--metrics-listen", "0.0.0.0:0", NULL}};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct proc *p = proc_spawn_kwp("proxy", bad[i], ARGS("--upstream", "http://127.0.0.1:1"),

@@ -17,9 +17,9 @@
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 
+#include "cache/sbuf.h"
 #include "proxy/gate.h"
 #include "proxy/http_server.h"
-#include "cache/sbuf.h"
 #include "proxy/passthrough.h"
 #include "proxy/upstream.h"
 
@@ -62,12 +62,15 @@ static bool sar_allows(const cJSON *spec)
         return strcmp(user, "alice") == 0 && strcmp(str_at(nra, "path"), "/metrics") == 0;
     }
     if (strcmp(user, "alice") == 0) {
-        return strcmp(str_at(ra, "resource"), "pods") == 0 && strcmp(str_at(ra, "namespace"), "b") == 0 &&
+        return strcmp(str_at(ra, "resource"), "pods") == 0 &&
+               strcmp(str_at(ra, "namespace"), "b") == 0 &&
                (strcmp(verb, "list") == 0 || strcmp(verb, "watch") == 0);
     }
     if (strcmp(user, "bob") == 0 && strcmp(verb, "impersonate") == 0) {
-        return (strcmp(str_at(ra, "resource"), "users") == 0 && strcmp(str_at(ra, "name"), "carol") == 0) ||
-               (strcmp(str_at(ra, "resource"), "groups") == 0 && strcmp(str_at(ra, "name"), "g1") == 0);
+        return (strcmp(str_at(ra, "resource"), "users") == 0 &&
+                strcmp(str_at(ra, "name"), "carol") == 0) ||
+               (strcmp(str_at(ra, "resource"), "groups") == 0 &&
+                strcmp(str_at(ra, "name"), "g1") == 0);
     }
     if (strcmp(user, "carol") == 0) {
         return strcmp(verb, "get") == 0 && strcmp(str_at(ra, "resource"), "pods") == 0;
@@ -152,10 +155,13 @@ struct env {
 
 static void env_start(struct env *e, bool anonymous, unsigned mhd_threads)
 {
-    struct auth_opts ao = {.authn_ttl_ms = 10000, .authz_ttl_ms = 10000,
-                           .authz_denied_ttl_ms = 10000, .send = fake_send};
+    struct auth_opts ao = {.authn_ttl_ms = 10000,
+                           .authz_ttl_ms = 10000,
+                           .authz_denied_ttl_ms = 10000,
+                           .send = fake_send};
     struct gate_opts go = {.anonymous = anonymous};
-    struct http_server_opts so = {.listen = "127.0.0.1:0", .threads = mhd_threads, .max_connections = 64};
+    struct http_server_opts so = {
+        .listen = "127.0.0.1:0", .threads = mhd_threads, .max_connections = 64};
     char err[256];
 
     memset(&fk, 0, sizeof(fk));
@@ -234,7 +240,7 @@ static void expect(const struct resp *r, long code, const char *body)
 }
 
 #define UNAUTHORIZED                                                                               \
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","          \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
     "\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
 
 /* ---- tests ----------------------------------------------------------------------------- */
@@ -249,7 +255,8 @@ Test(gate, no_token_is_401_without_a_review, .timeout = 30)
     expect(&r, 401, UNAUTHORIZED);
     cr_assert(strstr(r.headers.p, "application/json") != NULL);
     resp_free(&r);
-    get(&e, "/api/v1/namespaces/b/pods", NULL, (const char *const[]){"Authorization: Basic eDp5", NULL}, &r);
+    get(&e, "/api/v1/namespaces/b/pods", NULL,
+        (const char *const[]){"Authorization: Basic eDp5", NULL}, &r);
     expect(&r, 401, UNAUTHORIZED);
     resp_free(&r);
     cr_assert_eq(atomic_load(&fk.tokenreviews), 0);
@@ -395,8 +402,8 @@ Test(gate, impersonation_is_authorized_for_the_caller, .timeout = 30)
     get(&e, "/api/v1/namespaces/b/pods/p", "bob",
         (const char *const[]){"Impersonate-User: carol", "Impersonate-Group: g2", NULL}, &r);
     cr_assert_eq(r.code, 403);
-    cr_assert(strstr(r.body.p, "groups \\\"g2\\\" is forbidden: User \\\"bob\\\"") != NULL,
-              "%s", r.body.p);
+    cr_assert(strstr(r.body.p, "groups \\\"g2\\\" is forbidden: User \\\"bob\\\"") != NULL, "%s",
+              r.body.p);
     resp_free(&r);
     get(&e, "/api/v1/namespaces/b/pods/p", "bob",
         (const char *const[]){"Impersonate-Group: g1", NULL}, &r);

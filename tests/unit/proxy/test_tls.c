@@ -127,8 +127,8 @@ static char *get(CURL *c, const struct http_server *srv, const char *client, cha
 static struct http_server *start(bool client_ca)
 {
     char cert[128], key[128], ca[128], err[256];
-    struct http_server_opts o = {.listen = "127.0.0.1:0", .max_connections = 16,
-                                 .tls_cert_file = cert, .tls_key_file = key};
+    struct http_server_opts o = {
+        .listen = "127.0.0.1:0", .max_connections = 16, .tls_cert_file = cert, .tls_key_file = key};
     struct http_server *srv;
 
     snprintf(cert, sizeof(cert), "%s/serve.pem", dir);
