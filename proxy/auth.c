@@ -119,9 +119,12 @@ typedef int review_run_fn(struct auth *a, const void *ctx, enum review_outcome *
                           bool *store, char *err, size_t err_len);
 
 static int cached_review(struct auth *a, struct review_cache *c, const struct review_cache_key *k,
-                         review_run_fn *run, const void *ctx, struct review_cache_val *out,
-                         char *err, size_t err_len)
+                         review_run_fn *run, const void *ctx, bool cached_only,
+                         struct review_cache_val *out, char *err, size_t err_len)
 {
+    if (cached_only) {
+        return review_cache_peek(c, k, out) ? 0 : -EAGAIN;
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         struct review_flight *f;
         struct sbuf val = {0};
@@ -237,8 +240,8 @@ out:
     return rc;
 }
 
-int auth_token(struct auth *a, const char *token, size_t len, struct identity **out, char *err,
-               size_t err_len)
+static int token_review(struct auth *a, const char *token, size_t len, bool cached_only,
+                        struct identity **out, char *err, size_t err_len)
 {
     const struct token_req t = {token, len};
     struct review_cache_key key;
@@ -260,7 +263,7 @@ int auth_token(struct auth *a, const char *token, size_t len, struct identity **
         set_err(err, err_len, "cannot hash the token");
         return -EIO;
     }
-    rc = cached_review(a, a->authn, &key, run_token, &t, &v, err, err_len);
+    rc = cached_review(a, a->authn, &key, run_token, &t, cached_only, &v, err, err_len);
     if (rc != 0) {
         return rc;
     }
@@ -275,6 +278,18 @@ int auth_token(struct auth *a, const char *token, size_t len, struct identity **
     }
     review_cache_val_fini(&v);
     return rc;
+}
+
+int auth_token(struct auth *a, const char *token, size_t len, struct identity **out, char *err,
+               size_t err_len)
+{
+    return token_review(a, token, len, false, out, err, err_len);
+}
+
+int auth_token_cached(struct auth *a, const char *token, size_t len, struct identity **out,
+                      char *err, size_t err_len)
+{
+    return token_review(a, token, len, true, out, err, err_len);
 }
 
 /* ---- authorization --------------------------------------------------------------------- */
@@ -314,8 +329,8 @@ static int run_sar(struct auth *a, const void *ctx, enum review_outcome *o, stru
     return rc;
 }
 
-int auth_check(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
-               bool *allowed, char **reason, char *err, size_t err_len)
+static int sar_review(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
+                      bool cached_only, bool *allowed, char **reason, char *err, size_t err_len)
 {
     const struct sar_req s = {id, attrs};
     struct review_cache_key key;
@@ -331,7 +346,7 @@ int auth_check(struct auth *a, const struct identity *id, const struct review_at
         set_err(err, err_len, "cannot hash the review");
         return -EIO;
     }
-    rc = cached_review(a, a->authz, &key, run_sar, &s, &v, err, err_len);
+    rc = cached_review(a, a->authz, &key, run_sar, &s, cached_only, &v, err, err_len);
     if (rc != 0) {
         return rc;
     }
@@ -340,4 +355,16 @@ int auth_check(struct auth *a, const struct identity *id, const struct review_at
     *allowed = d == REVIEW_ALLOW;
     review_cache_val_fini(&v);
     return 0;
+}
+
+int auth_check(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
+               bool *allowed, char **reason, char *err, size_t err_len)
+{
+    return sar_review(a, id, attrs, false, allowed, reason, err, err_len);
+}
+
+int auth_check_cached(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
+                      bool *allowed, char **reason, char *err, size_t err_len)
+{
+    return sar_review(a, id, attrs, true, allowed, reason, err, err_len);
 }

@@ -91,6 +91,17 @@ int auth_token(struct auth *a, const char *token, size_t len, struct identity **
 int auth_check(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
                bool *allowed, char **reason, char *err, size_t err_len);
 
+/*
+ * auth_token and auth_check answered from the cache alone, for a thread that must not block
+ * (an HTTP worker): the same returns, or -EAGAIN when the answer is not cached (nothing is
+ * sent or waited for; call auth_token / auth_check from a thread that may block). Cheap: two
+ * hashes and one lock.
+ */
+int auth_token_cached(struct auth *a, const char *token, size_t len, struct identity **out,
+                      char *err, size_t err_len);
+int auth_check_cached(struct auth *a, const struct identity *id, const struct review_attrs *attrs,
+                      bool *allowed, char **reason, char *err, size_t err_len);
+
 /* The caches' counters (authentication, authorization), for /metrics. */
 void auth_stats(struct auth *a, struct review_cache_stats *authn, struct review_cache_stats *authz);
 

@@ -30,6 +30,7 @@
 
 #include "cache/bug.h"
 #include "proxy/log.h"
+#include "proxy/tls.h"
 
 #define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
@@ -76,8 +77,8 @@ struct http_server {
     atomic_uint active;
     atomic_uint bodies;      /* http_reply_iov bodies alive (LISTs, GETs) */
     atomic_uint bodies_peak; /* most alive at once since the last trim */
-    char *tls_cert; /* PEM, kept for the daemon's lifetime */
-    char *tls_key;
+    struct tls_certs *certs; /* https: the serving certificate, re-read when it changes */
+    char *tls_trust;         /* --client-ca-file PEM, kept for the daemon's lifetime */
     int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
     int wake_fd;         /* eventfd that stops the acceptor */
     pthread_t acceptor;
@@ -102,6 +103,7 @@ struct http_req {
     struct MHD_Connection *conn;
     const char *method;          /* into strs */
     const char *path;            /* into strs */
+    const char *uri;             /* into strs: the request target as sent (path?query) */
     struct k8s_query_kv *query;  /* n_query pairs, into strs */
     size_t n_query;
     bool query_overflow;
@@ -119,6 +121,8 @@ struct http_req {
     http_handle_fn *owner_fn; /* set by http_req_take_over */
     void *owner_ctx;
     http_state_free_fn *owner_free;
+    void *auth; /* http_req_set_auth: the auth gate's state */
+    http_state_free_fn *auth_free;
     http_stream_fn *stream_fn;
     void *stream_ctx;
     struct http_hdr *hdr; /* HTTP_MAX_EXTRA_HEADERS slots, allocated on the first add */
@@ -303,14 +307,15 @@ static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     const char *q = strchr(uri, '?');
-    size_t len = q ? strlen(q + 1) : 0;
-    struct http_req *pre = xcalloc(1, sizeof(*pre) + len + 1);
+    size_t len = q ? strlen(q + 1) : 0, ulen = strlen(uri);
+    struct http_req *pre = xcalloc(1, sizeof(*pre) + len + 1 + ulen + 1);
 
     (void)cls;
     pre->conn = conn;
     if (q) {
         memcpy(pre->strs, q + 1, len + 1);
     }
+    memcpy(pre->strs + len + 1, uri, ulen + 1); /* the raw target, after the query's NUL */
     return pre;
 }
 
@@ -340,12 +345,15 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
                                 struct http_req *pre)
 {
     const char *raw = pre ? pre->strs : "";
+    const char *target = pre ? raw + strlen(raw) + 1 : url;
     size_t rlen = strlen(raw) + 1, mlen = strlen(method) + 1, ulen = strlen(url) + 1;
+    size_t tlen = strlen(target) + 1;
     size_t slots = http_server_query_slots(raw);
     struct http_req *req;
     char *next;
 
-    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen);
+    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen +
+                         tlen);
     req->srv = srv;
     req->conn = conn;
     req->query = (struct k8s_query_kv *)(void *)req->strs;
@@ -355,6 +363,7 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
     next += rlen;
     req->method = str_copy(&next, method);
     req->path = str_copy(&next, url);
+    req->uri = str_copy(&next, target);
     req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
                    !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
     req->start_ms = clock_mono_ms();
@@ -380,6 +389,9 @@ static void req_free(struct http_req *req)
     }
     if (req->owner_free) {
         req->owner_free(req->owner_ctx);
+    }
+    if (req->auth_free) {
+        req->auth_free(req->auth);
     }
     req_free_headers(req);
     free(req->body);
@@ -796,8 +808,8 @@ static void srv_free(struct http_server *srv)
     pthread_mutex_destroy(&srv->rb.mu);
     pthread_cond_destroy(&srv->rb.cv);
     free(srv->rb.q);
-    free(srv->tls_cert);
-    free(srv->tls_key);
+    tls_certs_free(srv->certs); /* after MHD_stop_daemon: no handshake can run */
+    free(srv->tls_trust);
     free(srv);
 }
 
@@ -833,14 +845,37 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     pthread_mutex_init(&srv->rb.mu, NULL);
     pthread_cond_init(&srv->rb.cv, NULL);
     srv->rb.interval_ns = opts->resume_interval_ms > 0 ? opts->resume_interval_ms * 1000000LL : 0;
+    if (opts->client_ca_file && !opts->tls_cert_file) {
+        snprintf(err, err_len, "client certificates (a client CA file) need https");
+        srv_free(srv);
+        return NULL;
+    }
     if (opts->tls_cert_file) {
-        srv->tls_cert = read_pem(opts->tls_cert_file, err, err_len);
-        srv->tls_key = srv->tls_cert ? read_pem(opts->tls_key_file, err, err_len) : NULL;
-        if (!srv->tls_key) {
+        const char *files[2] = {opts->tls_cert_file, opts->tls_key_file};
+
+        for (int i = 0; i < 2; i++) {
+            FILE *f = fopen(files[i], "r"); /* a clear message for a missing file */
+
+            if (!f) {
+                snprintf(err, err_len, "cannot open %s: %s", files[i], strerror(errno));
+                srv_free(srv);
+                return NULL;
+            }
+            fclose(f);
+        }
+        srv->certs = tls_certs_new(opts->tls_cert_file, opts->tls_key_file, err, err_len);
+        if (!srv->certs) {
             srv_free(srv);
             return NULL;
         }
         flags |= MHD_USE_TLS;
+    }
+    if (opts->client_ca_file) {
+        srv->tls_trust = read_pem(opts->client_ca_file, err, err_len);
+        if (!srv->tls_trust) {
+            srv_free(srv);
+            return NULL;
+        }
     }
     srv->listen_fd = listen_on(opts->listen, &sa, err, err_len);
     srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -864,9 +899,11 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
         if (threads > 1) {
             OPT(MHD_OPTION_THREAD_POOL_SIZE, threads, NULL);
         }
-        if (srv->tls_cert) {
-            OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert);
-            OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key);
+        if (srv->certs) {
+            OPT(MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_certs_callback());
+        }
+        if (srv->tls_trust) {
+            OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, srv->tls_trust);
         }
         OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
@@ -892,7 +929,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     }
     srv->acceptor_started = true;
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-    snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->tls_cert ? "https" : "http",
+    snprintf(srv->url, sizeof(srv->url), "%s://%s:%u", srv->certs ? "https" : "http",
              sa.sin_addr.s_addr == htonl(INADDR_ANY) ? "0.0.0.0" : host,
              (unsigned)ntohs(sa.sin_port));
     return srv;
@@ -963,6 +1000,58 @@ const char *http_req_arg(const struct http_req *req, const char *key)
 const char *http_req_header(const struct http_req *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_req_uri(const struct http_req *req)
+{
+    return req->uri;
+}
+
+struct header_walk {
+    http_header_fn *fn;
+    void *ctx;
+};
+
+static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct header_walk *w = cls;
+
+    (void)kind;
+    return w->fn(w->ctx, key, value ? value : "") ? MHD_YES : MHD_NO;
+}
+
+void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx)
+{
+    struct header_walk w = {fn, ctx};
+
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &w);
+}
+
+int http_req_client_identity(const struct http_req *req, struct identity **out)
+{
+    const union MHD_ConnectionInfo *ci;
+
+    *out = NULL;
+    if (req->srv->tls_trust == NULL) {
+        return -ENOENT;
+    }
+    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (ci == NULL || ci->tls_session == NULL) {
+        return -ENOENT;
+    }
+    return tls_client_identity(ci->tls_session, out);
+}
+
+void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn)
+{
+    req->auth = ctx;
+    req->auth_free = free_fn;
+}
+
+void *http_req_auth(const struct http_req *req)
+{
+    return req->auth;
 }
 
 const char *http_req_body(const struct http_req *req, size_t *len)

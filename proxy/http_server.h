@@ -47,8 +47,10 @@ struct http_server_opts {
     size_t max_body;           /* request bodies above this get 413 */
     int64_t resume_interval_ms; /* http_resume_batched: at most one batch per interval
                                    (0 = each batch at once) */
-    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file) */
+    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file); both files
+                                  are re-read when they change (new handshakes only) */
     const char *tls_key_file;  /* PEM private key */
+    const char *client_ca_file; /* PEM CAs: request client certificates and verify them */
 };
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 60000
@@ -82,6 +84,35 @@ const struct k8s_query_kv *http_req_query(const struct http_req *req, size_t *n)
 const char *http_req_arg(const struct http_req *req, const char *key);
 /* Request header (case-insensitive) or NULL. */
 const char *http_req_header(const struct http_req *req, const char *name);
+/* The request target exactly as the client sent it (path and raw query), for the texts
+ * that quote it (authz_status_internal_error). */
+const char *http_req_uri(const struct http_req *req);
+
+/* Receives one request header; return false to stop. */
+typedef bool http_header_fn(void *ctx, const char *name, const char *value);
+
+/* Calls <fn> for every request header in the order received, a repeated header once per
+ * line (Impersonate-Group). MHD thread (the handle function). */
+void http_req_headers(const struct http_req *req, http_header_fn *fn, void *ctx);
+
+/*
+ * The auth gate's per-request state (kept apart from http_req_set_state, which the handlers
+ * own): <free_fn>(<ctx>) runs once at completion, after the state's and the owner's. Set it
+ * from the handle function; read it from any thread that owns the request.
+ */
+void http_req_set_auth(struct http_req *req, void *ctx, http_state_free_fn *free_fn);
+
+struct identity;
+
+/*
+ * The identity of the request's TLS client certificate, verified against client_ca_file
+ * (tls_client_identity): 0 with *out (caller owns it), -ENOENT when there is none (plain
+ * http, no client CA configured, or the client sent no certificate), -EACCES when it does
+ * not verify. MHD thread (the handle function).
+ */
+int http_req_client_identity(const struct http_req *req, struct identity **out);
+void *http_req_auth(const struct http_req *req);
+
 const char *http_req_body(const struct http_req *req, size_t *len);
 /* The connection's socket (for the idle-disconnect sweep). */
 int http_req_fd(const struct http_req *req);

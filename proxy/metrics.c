@@ -16,6 +16,8 @@
 #include "cache/resource.h"
 #include "cache/sbuf.h"
 #include "proxy/apires.h"
+#include "proxy/auth.h"
+#include "proxy/gate.h"
 #include "proxy/http_server.h"
 #include "proxy/kstatus.h"
 #include "proxy/passthrough.h"
@@ -24,8 +26,89 @@
 /* /metrics is a few lines per resource; far below this even with thousands of resources. */
 #define METRICS_MAX_BYTES ((size_t)64 << 20)
 
+/* The auth families (see metrics_serve_auth). */
+static void auth_families(struct sbuf *b, const struct gate *g, struct auth *a)
+{
+    static const char *const kinds[GATE_REVIEW_KINDS] = {"tokenreview", "subjectaccessreview"};
+    struct gate_stats gs;
+    struct review_cache_stats an, az;
+
+    gate_stats(g, &gs);
+    auth_stats(a, &an, &az);
+    sbuf_printf(b,
+              "# HELP kwp_authentications_total Requests authenticated, by result.\n"
+              "# TYPE kwp_authentications_total counter\n"
+              "kwp_authentications_total{result=\"success\"} %" PRIu64 "\n"
+              "kwp_authentications_total{result=\"anonymous\"} %" PRIu64 "\n"
+              "kwp_authentications_total{result=\"failure\"} %" PRIu64 "\n"
+              "# HELP kwp_authorizations_total Requests authorized, by decision (error: the "
+              "review could not be made, answered 500).\n"
+              "# TYPE kwp_authorizations_total counter\n"
+              "kwp_authorizations_total{decision=\"allowed\"} %" PRIu64 "\n"
+              "kwp_authorizations_total{decision=\"denied\"} %" PRIu64 "\n"
+              "kwp_authorizations_total{decision=\"error\"} %" PRIu64 "\n"
+              "# HELP kwp_auth_cache_lookups_total Review cache lookups, by cache and result "
+              "(wait: joined another request's review).\n"
+              "# TYPE kwp_auth_cache_lookups_total counter\n",
+              gs.authn_ok, gs.authn_anonymous, gs.authn_failed, gs.authz_allowed, gs.authz_denied,
+              gs.authz_errors);
+    for (int c = 0; c < 2; c++) {
+        const struct review_cache_stats *st = c == 0 ? &an : &az;
+        const char *name = c == 0 ? "authentication" : "authorization";
+        sbuf_printf(b,
+                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"hit\"} %" PRIu64 "\n"
+                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"miss\"} %" PRIu64 "\n"
+                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"wait\"} %" PRIu64 "\n",
+                  name, st->hits, name, st->misses, name, st->waits);
+    }
+    sbuf_printf(b, "# HELP kwp_auth_cache_entries Review answers cached now.\n"
+                 "# TYPE kwp_auth_cache_entries gauge\n"
+                 "kwp_auth_cache_entries{cache=\"authentication\"} %" PRIu64 "\n"
+                 "kwp_auth_cache_entries{cache=\"authorization\"} %" PRIu64 "\n"
+                 "# HELP kwp_auth_requests_total Requests decided from the caches on the HTTP "
+                 "worker (fast) or after a review on the review pool (slow).\n"
+                 "# TYPE kwp_auth_requests_total counter\n"
+                 "kwp_auth_requests_total{path=\"fast\"} %" PRIu64 "\n"
+                 "kwp_auth_requests_total{path=\"slow\"} %" PRIu64 "\n",
+              an.entries, az.entries, gs.fast, gs.slow);
+    sbuf_printf(b, "# HELP kwp_auth_review_failures_total Reviews sent upstream that got no "
+                 "2xx answer.\n# TYPE kwp_auth_review_failures_total counter\n");
+    for (int k = 0; k < GATE_REVIEW_KINDS; k++) {
+        struct gate_review_stats rs;
+        gate_review_stats((enum gate_review_kind)k, &rs);
+        sbuf_printf(b, "kwp_auth_review_failures_total{review=\"%s\"} %" PRIu64 "\n", kinds[k],
+                  rs.failed);
+    }
+    sbuf_printf(b, "# HELP kwp_auth_review_duration_seconds Reviews sent upstream (TokenReview, "
+                 "SubjectAccessReview) and how long each took.\n"
+                 "# TYPE kwp_auth_review_duration_seconds histogram\n");
+    for (int k = 0; k < GATE_REVIEW_KINDS; k++) {
+        struct gate_review_stats rs;
+        gate_review_stats((enum gate_review_kind)k, &rs);
+        for (int i = 0; i < GATE_LATENCY_BUCKETS; i++) {
+            sbuf_printf(b,
+                      "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"%g\"} %" PRIu64
+                      "\n",
+                      kinds[k], gate_latency_bounds[i], rs.bucket[i]);
+        }
+        sbuf_printf(b,
+                  "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"+Inf\"} %" PRIu64
+                  "\n"
+                  "kwp_auth_review_duration_seconds_sum{review=\"%s\"} %.6f\n"
+                  "kwp_auth_review_duration_seconds_count{review=\"%s\"} %" PRIu64 "\n",
+                  kinds[k], rs.bucket[GATE_LATENCY_BUCKETS], kinds[k], rs.sum_s, kinds[k],
+                  rs.bucket[GATE_LATENCY_BUCKETS]);
+    }
+}
+
 void metrics_serve(struct http_req *req, const struct registry *reg, struct passthrough *pt,
                    bool ready)
+{
+    metrics_serve_auth(req, reg, pt, ready, NULL, NULL);
+}
+
+void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct passthrough *pt,
+                        bool ready, const struct gate *g, struct auth *a)
 {
     size_t n = registry_len(reg);
     struct sbuf b;
@@ -154,6 +237,9 @@ void metrics_serve(struct http_req *req, const struct registry *reg, struct pass
                     "# HELP kwp_ready 1 when every cached resource is synced and streaming.\n"
                     "# TYPE kwp_ready gauge\nkwp_ready %d\n",
                     ready ? 1 : 0);
+    }
+    if (g != NULL && a != NULL) {
+        auth_families(&b, g, a);
     }
     if (sbuf_error(&b) != 0) {
         struct kstatus st;

@@ -21,4 +21,13 @@ struct registry;
 void metrics_serve(struct http_req *req, const struct registry *reg, struct passthrough *pt,
                    bool ready);
 
+struct auth;
+struct gate;
+
+/* metrics_serve plus the auth families of --auth delegated (<g> and <a> NULL: none):
+ * authentications by result, authorizations by decision and by cache hit/miss, reviews
+ * sent upstream and their latency histogram. Same thread as metrics_serve. */
+void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct passthrough *pt,
+                        bool ready, const struct gate *g, struct auth *a);
+
 #endif

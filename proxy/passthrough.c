@@ -33,6 +33,8 @@
 #include "cache/bug.h"
 #include "cache/gotext.h"
 #include "cache/sbuf.h"
+#include "proxy/authz_status.h"
+#include "proxy/impersonate.h"
 #include "proxy/k8s_path.h"
 #include "proxy/kstatus.h"
 #include "proxy/log.h"
@@ -935,10 +937,23 @@ static int xfer_copy_headers(struct xfer *t, struct http_req *req, bool *have_ct
     return slist_add(&t->req_hdrs, "Expect:");
 }
 
-/* Builds the easy handle for <req>. Returns 0, -EACCES (no credential: the exec plugin failed)
- * or -ENOMEM, with t->e possibly set (freed with the transfer). MHD thread, before the
- * transfer is queued; may wait for an exec plugin run (upstream_begin). */
-static int xfer_setup(struct xfer *t, struct http_req *req)
+static int emit_impersonate(void *ctx, const char *name, const char *value)
+{
+    struct xfer *t = ctx;
+    struct sbuf line = {0};
+    int rc;
+
+    sbuf_printf(&line, "%s: %s", name, value);
+    rc = slist_add(&t->req_hdrs, line.p);
+    sbuf_free(&line);
+    return rc;
+}
+
+/* Builds the easy handle for <req>, acting as <as> upstream when not NULL. Returns 0,
+ * -EINVAL when <as> cannot be sent as Impersonate-* headers, -EACCES (no credential: the exec
+ * plugin failed) or -ENOMEM, with t->e possibly set (freed with the transfer). MHD thread,
+ * before the transfer is queued; may wait for an exec plugin run (upstream_begin). */
+static int xfer_setup(struct xfer *t, struct http_req *req, const struct identity *as)
 {
     struct passthrough *pt = t->pt;
     const char *method = http_req_method(req);
@@ -953,6 +968,13 @@ static int xfer_setup(struct xfer *t, struct http_req *req)
     target = xfer_target(req);
     if (xfer_copy_headers(t, req, &have_ct) != 0) {
         goto out;
+    }
+    if (as != NULL) {
+        rc = impersonate_headers(as, emit_impersonate, t);
+        if (rc != 0) {
+            goto out;
+        }
+        rc = -ENOMEM;
     }
     if (strcmp(method, "GET") == 0) {
         curl_easy_setopt(t->e, CURLOPT_HTTPGET, 1L);
@@ -1047,6 +1069,12 @@ static int xfer_new(struct passthrough *pt, struct http_req *req, struct xfer **
 
 void passthrough_forward(struct passthrough *pt, struct http_req *req)
 {
+    passthrough_forward_as(pt, req, NULL);
+}
+
+void passthrough_forward_as(struct passthrough *pt, struct http_req *req,
+                            const struct identity *as)
+{
     struct xfer *t = NULL;
     struct kstatus st;
     int rc;
@@ -1066,7 +1094,17 @@ void passthrough_forward(struct passthrough *pt, struct http_req *req)
         http_reply_status(req, &st);
         return;
     }
-    rc = xfer_setup(t, req);
+    rc = xfer_setup(t, req, as);
+    if (rc == -EINVAL) {
+        char text[1024];
+        size_t n = authz_status_internal_error(
+            http_req_uri(req), "cannot carry the caller's identity upstream as impersonation headers",
+            text, sizeof(text));
+
+        xfer_unref(t);
+        http_reply(req, 500, AUTHZ_STATUS_TEXT_TYPE, text, n < sizeof(text) ? n : sizeof(text) - 1);
+        return;
+    }
     if (rc == -EACCES) {
         /* the exec plugin gave no credential: /readyz and the log say why */
         xfer_unref(t);

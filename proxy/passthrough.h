@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "proxy/http_server.h"
+#include "proxy/identity.h"
 #include "proxy/upstream.h"
 
 struct passthrough;
@@ -97,6 +98,18 @@ void passthrough_free(struct passthrough *pt);
  * <req> afterwards. No lock held.
  */
 void passthrough_forward(struct passthrough *pt, struct http_req *req);
+
+/*
+ * passthrough_forward on behalf of <as> (NULL: exactly passthrough_forward): the upstream
+ * request, made on the proxy's own credentials, also carries Impersonate-User, -Uid, one
+ * Impersonate-Group per group and Impersonate-Extra-* (impersonate_headers), so that
+ * kube-apiserver acts as the caller. The caller's own Authorization and Impersonate-*
+ * headers are never forwarded (they are not in the allowlist). An identity that cannot be
+ * sent intact gets the plain-text 500 of authz_status_internal_error and is not forwarded.
+ * <as> is only read during the call. Same threads as passthrough_forward.
+ */
+void passthrough_forward_as(struct passthrough *pt, struct http_req *req,
+                            const struct identity *as);
 
 /* Reads the counters into <out>. Any thread; while <pt> is alive. */
 void passthrough_stats(const struct passthrough *pt, struct passthrough_stats *out);

@@ -32,9 +32,11 @@
 #include "cache/resource.h"
 #include "cache/sbuf.h"
 #include "proxy/apires.h"
+#include "proxy/auth.h"
 #include "proxy/config.h"
 #include "proxy/discovery.h"
 #include "proxy/execcred.h"
+#include "proxy/gate.h"
 #include "proxy/handlers.h"
 #include "proxy/http_server.h"
 #include "proxy/k8s_path.h"
@@ -82,6 +84,14 @@ struct proxy_opts {
     bool cache_events;
     const char *tls_cert_file;
     const char *tls_key_file;
+    const char *client_ca_file;
+    const char *auth;             /* "none", "delegated", "" = by --listen */
+    bool anonymous_auth;
+    struct config_list audiences; /* --authentication-audiences */
+    int64_t authn_ttl_ms;
+    int64_t authz_ttl_ms;
+    int64_t authz_denied_ttl_ms;
+    const char *metrics_listen;
 };
 
 struct proxy {
@@ -94,6 +104,9 @@ struct proxy {
     struct registry *reg;
     pthread_mutex_t add_lock; /* held while a resource is created on first use */
     struct discovery *disc;
+    struct auth *auth;             /* NULL with --auth none */
+    struct gate *gate;             /* NULL with --auth none */
+    struct http_server *metrics_srv; /* --metrics-listen, or NULL */
 };
 
 /* ---- registry -------------------------------------------------------------------------- */
@@ -232,7 +245,7 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
 static void forward(void *app, struct http_req *req)
 {
     struct proxy *p = app;
-    passthrough_forward(p->pt, req);
+    passthrough_forward_as(p->pt, req, gate_identity(req));
 }
 
 static void forward_counted(void *app, struct http_req *req)
@@ -246,7 +259,22 @@ static void forward_counted(void *app, struct http_req *req)
             atomic_fetch_add(&ar->ctr.forwarded, 1);
         }
     }
-    passthrough_forward(p->pt, req);
+    passthrough_forward_as(p->pt, req, gate_identity(req));
+}
+
+/* --metrics-listen: /metrics without auth, nothing else. */
+static void metrics_handle(void *app, struct http_req *req)
+{
+    struct proxy *p = app;
+    char why[256];
+    struct kstatus st;
+
+    if (strcmp(http_req_path(req), "/metrics") == 0) {
+        metrics_serve_auth(req, p->reg, p->pt, ready(p, why, sizeof(why)), p->gate, p->auth);
+        return;
+    }
+    kstatus_set(&st, 404, "NotFound", "the server could not find the requested resource");
+    http_reply_status(req, &st);
 }
 
 static void proxy_handle(void *app, struct http_req *req)
@@ -274,8 +302,11 @@ static void proxy_handle(void *app, struct http_req *req)
         }
         return;
     }
+    if (p->gate != NULL && gate_check(p->gate, req) != GATE_ALLOW) {
+        return; /* answered (401/403/500) or waiting for a review */
+    }
     if (strcmp(path, "/metrics") == 0) {
-        metrics_serve(req, p->reg, p->pt, ready(p, why, sizeof(why)));
+        metrics_serve_auth(req, p->reg, p->pt, ready(p, why, sizeof(why)), p->gate, p->auth);
         return;
     }
     cause = HANDLERS_WHY_NOT_RESOURCE;
@@ -327,6 +358,10 @@ static void opts_defaults(struct proxy_opts *o)
     o->page_size = 500;
     o->max_line = 16 * 1024 * 1024;
     o->probe_interval_ms = 10000;
+    o->auth = "";
+    o->authn_ttl_ms = AUTH_DEFAULT_TTL_MS;
+    o->authz_ttl_ms = AUTH_DEFAULT_TTL_MS;
+    o->authz_denied_ttl_ms = AUTH_DEFAULT_TTL_MS;
 }
 
 static void proxy_stop(struct proxy *p)
@@ -336,6 +371,11 @@ static void proxy_stop(struct proxy *p)
     if (p->srv) {
         http_server_quiesce(p->srv);
     }
+    if (p->metrics_srv) {
+        http_server_quiesce(p->metrics_srv);
+    }
+    gate_free(p->gate); /* queued requests are answered and resumed while MHD runs */
+    p->gate = NULL;
     if (p->disc) {
         discovery_stop(p->disc);
     }
@@ -354,6 +394,9 @@ static void proxy_stop(struct proxy *p)
     }
     http_server_stop(p->srv);
     p->srv = NULL;
+    http_server_stop(p->metrics_srv);
+    p->metrics_srv = NULL;
+    auth_free(p->auth);
     registry_free(p->reg);
     discovery_free(p->disc);
     upstream_free(p->up);
@@ -425,6 +468,29 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
             goto fail;
         }
     }
+    if (strcmp(o->auth, "delegated") == 0) {
+        struct auth_opts ao = {
+            .audiences = (const char *const *)o->audiences.items,
+            .n_audiences = o->audiences.len,
+            .authn_ttl_ms = o->authn_ttl_ms,
+            .authz_ttl_ms = o->authz_ttl_ms,
+            .authz_denied_ttl_ms = o->authz_denied_ttl_ms,
+            .send = gate_upstream_send,
+            .send_ctx = p->up,
+        };
+        struct gate_opts go = {.anonymous = o->anonymous_auth};
+
+        p->auth = auth_new(&ao);
+        if (!p->auth) {
+            snprintf(err, err_len, "cannot set up delegated auth (too many audiences?)");
+            goto fail;
+        }
+        go.auth = p->auth;
+        p->gate = gate_new(&go, err, err_len);
+        if (!p->gate) {
+            goto fail;
+        }
+    }
     hso.listen = o->listen;
     hso.threads = (unsigned)o->threads;
     hso.max_connections = (unsigned)o->max_connections;
@@ -433,9 +499,20 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     hso.resume_interval_ms = o->watch_wake_ms;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
+    hso.client_ca_file = o->client_ca_file;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
     if (!p->srv) {
         goto fail;
+    }
+    if (o->metrics_listen) {
+        struct http_server_opts mo = {.listen = o->metrics_listen, .threads = 1,
+                                      .max_connections = 64};
+        p->metrics_srv = http_server_start(&mo, metrics_handle, p, err, err_len);
+        if (!p->metrics_srv) {
+            goto fail;
+        }
+        log_info("proxy", "metrics_url=%s msg=\"serving /metrics without auth\"",
+                 http_server_url(p->metrics_srv));
     }
     if (registry_tick_start(p->reg, NULL, NULL) != 0 || discovery_start(p->disc) != 0) {
         snprintf(err, err_len, "cannot start threads");
@@ -632,8 +709,8 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
         emb->ready(emb->ctx, http_server_url(p->srv));
     }
     fflush(stdout);
-    log_info("proxy", "url=%s upstream=%s threads=%lld msg=\"proxy ready\"",
-             http_server_url(p->srv), url, (long long)o->threads);
+    log_info("proxy", "url=%s upstream=%s auth=%s threads=%lld msg=\"proxy ready\"",
+             http_server_url(p->srv), url, o->auth, (long long)o->threads);
     sigwait(&set, &sig);
     log_info("proxy", "signal=%d msg=\"shutting down\"", sig);
     proxy_stop(p);
@@ -641,6 +718,36 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
         emb->stop(emb->ctx);
     }
     curl_global_cleanup();
+    return 0;
+}
+
+/*
+ * Checks --auth and --metrics-listen and picks the default mode: delegated unless --listen
+ * is loopback. `none` on an address others can reach is allowed, loudly. Returns 0 or
+ * -EINVAL after printing why.
+ */
+static int auth_mode_resolve(struct proxy_opts *o)
+{
+    bool loopback = gate_listen_is_loopback(o->listen);
+
+    if (o->auth[0] == '\0') {
+        o->auth = loopback ? "none" : "delegated";
+    }
+    if (strcmp(o->auth, "none") != 0 && strcmp(o->auth, "delegated") != 0) {
+        fprintf(stderr, "kwp proxy: --auth must be none or delegated\n");
+        return -EINVAL;
+    }
+    if (o->metrics_listen && !gate_listen_is_loopback(o->metrics_listen)) {
+        fprintf(stderr, "kwp proxy: --metrics-listen must be a loopback address (it has no "
+                        "auth)\n");
+        return -EINVAL;
+    }
+    if (strcmp(o->auth, "none") == 0 && !loopback) {
+        log_warn("proxy",
+                 "listen=%s msg=\"WARNING: --auth none on a non-loopback address: anyone who "
+                 "can reach it reads everything kwp's own credentials can read\"",
+                 o->listen);
+    }
     return 0;
 }
 
@@ -711,6 +818,26 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0,
          "serve https downstream with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
+        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0,
+         "https: request client certificates and accept those these PEM CAs sign (user = CN, "
+         "groups = O; wins over a bearer token)"},
+        {"auth", CFG_STR, &o.auth, 0, 0,
+         "none or delegated: authenticate every request with a TokenReview and authorize it with "
+         "a SubjectAccessReview upstream (default: none when --listen is loopback, else "
+         "delegated)"},
+        {"anonymous-auth", CFG_BOOL, &o.anonymous_auth, 0, 0,
+         "--auth delegated: requests without credentials act as system:anonymous (default "
+         "false: 401)"},
+        {"authentication-audiences", CFG_LIST, &o.audiences, 0, 0,
+         "--auth delegated: audiences the TokenReviews ask for (default: the apiserver's)"},
+        {"authn-cache-ttl", CFG_DURATION, &o.authn_ttl_ms, 0, 3600000,
+         "how long a TokenReview answer is cached (default 10s; 0 = not cached)"},
+        {"authz-cache-ttl", CFG_DURATION, &o.authz_ttl_ms, 0, 3600000,
+         "how long an allowing SubjectAccessReview is cached (default 10s)"},
+        {"authz-denied-cache-ttl", CFG_DURATION, &o.authz_denied_ttl_ms, 0, 3600000,
+         "how long a denying SubjectAccessReview is cached (default 10s)"},
+        {"metrics-listen", CFG_STR, &o.metrics_listen, 0, 0,
+         "also serve /metrics without auth on this loopback HOST:PORT"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
@@ -747,8 +874,12 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         fprintf(stderr, "kwp proxy: --too-large-rv must be forward or local\n");
         rc = -EINVAL;
     }
+    if (rc == 0 && auth_mode_resolve(&o) != 0) {
+        rc = -EINVAL;
+    }
     if (rc != 0) {
         config_list_free(&o.resources);
+        config_list_free(&o.audiences);
         return rc > 0 ? 0 : 2;
     }
     if (o.resources.len == 0 && cmd->default_resources) {
@@ -756,5 +887,6 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     }
     rc = run(&o, cmd);
     config_list_free(&o.resources);
+    config_list_free(&o.audiences);
     return rc;
 }

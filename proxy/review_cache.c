@@ -263,6 +263,18 @@ static void flight_unref(struct review_flight *f)
 
 /* ---- API ----------------------------------------------------------------------------- */
 
+/* A live <e> (NULL: none) copied to <out> and counted as a hit. Under c->mu. */
+static bool hit_locked(struct review_cache *c, const struct rc_entry *e,
+                       struct review_cache_val *out)
+{
+    if (e == NULL || e->expires_ms <= now_ms(c)) {
+        return false;
+    }
+    val_copy(out, e->outcome, e->data, e->len);
+    c->stats.hits++;
+    return true;
+}
+
 enum review_cache_result review_cache_lookup(struct review_cache *c,
                                              const struct review_cache_key *key,
                                              struct review_cache_val *out,
@@ -276,9 +288,7 @@ enum review_cache_result review_cache_lookup(struct review_cache *c,
     *flight = NULL;
     pthread_mutex_lock(&c->mu);
     e = *entry_slot(c, key);
-    if (e != NULL && e->expires_ms > now_ms(c)) {
-        val_copy(out, e->outcome, e->data, e->len);
-        c->stats.hits++;
+    if (hit_locked(c, e, out)) {
         res = REVIEW_CACHE_HIT;
         goto out;
     }
@@ -299,6 +309,20 @@ enum review_cache_result review_cache_lookup(struct review_cache *c,
 out:
     pthread_mutex_unlock(&c->mu);
     return res;
+}
+
+bool review_cache_peek(struct review_cache *c, const struct review_cache_key *key,
+                       struct review_cache_val *out)
+{
+    struct rc_entry *e;
+    bool hit = false;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&c->mu);
+    e = *entry_slot(c, key);
+    hit = hit_locked(c, e, out);
+    pthread_mutex_unlock(&c->mu);
+    return hit;
 }
 
 int review_cache_wait(struct review_cache *c, struct review_flight *flight, int64_t timeout_ms,

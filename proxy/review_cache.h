@@ -20,6 +20,7 @@
 #ifndef KWP_PROXY_REVIEW_CACHE_H
 #define KWP_PROXY_REVIEW_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,15 @@ enum review_cache_result review_cache_lookup(struct review_cache *c,
                                              const struct review_cache_key *key,
                                              struct review_cache_val *out,
                                              struct review_flight **flight);
+
+/*
+ * Looks <key> up without joining or starting a flight: true with <out> filled (and a hit
+ * counted) when a live entry is there, false otherwise (nothing counted, nothing changes).
+ * For a caller that must not block (an HTTP worker): on false it hands the work to a
+ * thread that may send or wait (review_cache_lookup).
+ */
+bool review_cache_peek(struct review_cache *c, const struct review_cache_key *key,
+                       struct review_cache_val *out);
 
 /*
  * Waits at most <timeout_ms> (real monotonic time, not the injected clock) for <flight>

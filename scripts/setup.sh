@@ -14,7 +14,7 @@ JOBS="${KWP_JOBS:-2}"
 
 PACKAGES=(
   build-essential cmake pkg-config
-  libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev
+  libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev libgnutls28-dev
   libcriterion-dev zlib1g-dev libclang-rt-14-dev libyaml-dev
   clang-format clang-tidy
   python3-kubernetes
