@@ -9,7 +9,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config ca-certificates \
-      libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev libyaml-dev zlib1g-dev \
+      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libcjson-dev libssl-dev libyaml-dev zlib1g-dev \
       libcriterion-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
