@@ -36,68 +36,68 @@ static void auth_families(struct sbuf *b, const struct gate *g, struct auth *a)
     gate_stats(g, &gs);
     auth_stats(a, &an, &az);
     sbuf_printf(b,
-              "# HELP kwp_authentications_total Requests authenticated, by result.\n"
-              "# TYPE kwp_authentications_total counter\n"
-              "kwp_authentications_total{result=\"success\"} %" PRIu64 "\n"
-              "kwp_authentications_total{result=\"anonymous\"} %" PRIu64 "\n"
-              "kwp_authentications_total{result=\"failure\"} %" PRIu64 "\n"
-              "# HELP kwp_authorizations_total Requests authorized, by decision (error: the "
-              "review could not be made, answered 500).\n"
-              "# TYPE kwp_authorizations_total counter\n"
-              "kwp_authorizations_total{decision=\"allowed\"} %" PRIu64 "\n"
-              "kwp_authorizations_total{decision=\"denied\"} %" PRIu64 "\n"
-              "kwp_authorizations_total{decision=\"error\"} %" PRIu64 "\n"
-              "# HELP kwp_auth_cache_lookups_total Review cache lookups, by cache and result "
-              "(wait: joined another request's review).\n"
-              "# TYPE kwp_auth_cache_lookups_total counter\n",
-              gs.authn_ok, gs.authn_anonymous, gs.authn_failed, gs.authz_allowed, gs.authz_denied,
-              gs.authz_errors);
+                "# HELP kwp_authentications_total Requests authenticated, by result.\n"
+                "# TYPE kwp_authentications_total counter\n"
+                "kwp_authentications_total{result=\"success\"} %" PRIu64 "\n"
+                "kwp_authentications_total{result=\"anonymous\"} %" PRIu64 "\n"
+                "kwp_authentications_total{result=\"failure\"} %" PRIu64 "\n"
+                "# HELP kwp_authorizations_total Requests authorized, by decision (error: the "
+                "review could not be made, answered 500).\n"
+                "# TYPE kwp_authorizations_total counter\n"
+                "kwp_authorizations_total{decision=\"allowed\"} %" PRIu64 "\n"
+                "kwp_authorizations_total{decision=\"denied\"} %" PRIu64 "\n"
+                "kwp_authorizations_total{decision=\"error\"} %" PRIu64 "\n"
+                "# HELP kwp_auth_cache_lookups_total Review cache lookups, by cache and result "
+                "(wait: joined another request's review).\n"
+                "# TYPE kwp_auth_cache_lookups_total counter\n",
+                gs.authn_ok, gs.authn_anonymous, gs.authn_failed, gs.authz_allowed, gs.authz_denied,
+                gs.authz_errors);
     for (int c = 0; c < 2; c++) {
         const struct review_cache_stats *st = c == 0 ? &an : &az;
         const char *name = c == 0 ? "authentication" : "authorization";
         sbuf_printf(b,
-                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"hit\"} %" PRIu64 "\n"
-                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"miss\"} %" PRIu64 "\n"
-                  "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"wait\"} %" PRIu64 "\n",
-                  name, st->hits, name, st->misses, name, st->waits);
+                    "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"hit\"} %" PRIu64 "\n"
+                    "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"miss\"} %" PRIu64 "\n"
+                    "kwp_auth_cache_lookups_total{cache=\"%s\",result=\"wait\"} %" PRIu64 "\n",
+                    name, st->hits, name, st->misses, name, st->waits);
     }
-    sbuf_printf(b, "# HELP kwp_auth_cache_entries Review answers cached now.\n"
-                 "# TYPE kwp_auth_cache_entries gauge\n"
-                 "kwp_auth_cache_entries{cache=\"authentication\"} %" PRIu64 "\n"
-                 "kwp_auth_cache_entries{cache=\"authorization\"} %" PRIu64 "\n"
-                 "# HELP kwp_auth_requests_total Requests decided from the caches on the HTTP "
-                 "worker (fast) or after a review on the review pool (slow).\n"
-                 "# TYPE kwp_auth_requests_total counter\n"
-                 "kwp_auth_requests_total{path=\"fast\"} %" PRIu64 "\n"
-                 "kwp_auth_requests_total{path=\"slow\"} %" PRIu64 "\n",
-              an.entries, az.entries, gs.fast, gs.slow);
+    sbuf_printf(b,
+                "# HELP kwp_auth_cache_entries Review answers cached now.\n"
+                "# TYPE kwp_auth_cache_entries gauge\n"
+                "kwp_auth_cache_entries{cache=\"authentication\"} %" PRIu64 "\n"
+                "kwp_auth_cache_entries{cache=\"authorization\"} %" PRIu64 "\n"
+                "# HELP kwp_auth_requests_total Requests decided from the caches on the HTTP "
+                "worker (fast) or after a review on the review pool (slow).\n"
+                "# TYPE kwp_auth_requests_total counter\n"
+                "kwp_auth_requests_total{path=\"fast\"} %" PRIu64 "\n"
+                "kwp_auth_requests_total{path=\"slow\"} %" PRIu64 "\n",
+                an.entries, az.entries, gs.fast, gs.slow);
     sbuf_printf(b, "# HELP kwp_auth_review_failures_total Reviews sent upstream that got no "
-                 "2xx answer.\n# TYPE kwp_auth_review_failures_total counter\n");
+                   "2xx answer.\n# TYPE kwp_auth_review_failures_total counter\n");
     for (int k = 0; k < GATE_REVIEW_KINDS; k++) {
         struct gate_review_stats rs;
         gate_review_stats((enum gate_review_kind)k, &rs);
         sbuf_printf(b, "kwp_auth_review_failures_total{review=\"%s\"} %" PRIu64 "\n", kinds[k],
-                  rs.failed);
+                    rs.failed);
     }
     sbuf_printf(b, "# HELP kwp_auth_review_duration_seconds Reviews sent upstream (TokenReview, "
-                 "SubjectAccessReview) and how long each took.\n"
-                 "# TYPE kwp_auth_review_duration_seconds histogram\n");
+                   "SubjectAccessReview) and how long each took.\n"
+                   "# TYPE kwp_auth_review_duration_seconds histogram\n");
     for (int k = 0; k < GATE_REVIEW_KINDS; k++) {
         struct gate_review_stats rs;
         gate_review_stats((enum gate_review_kind)k, &rs);
         for (int i = 0; i < GATE_LATENCY_BUCKETS; i++) {
-            sbuf_printf(b,
-                      "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"%g\"} %" PRIu64
-                      "\n",
-                      kinds[k], gate_latency_bounds[i], rs.bucket[i]);
+            sbuf_printf(
+                b, "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                kinds[k], gate_latency_bounds[i], rs.bucket[i]);
         }
         sbuf_printf(b,
-                  "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"+Inf\"} %" PRIu64
-                  "\n"
-                  "kwp_auth_review_duration_seconds_sum{review=\"%s\"} %.6f\n"
-                  "kwp_auth_review_duration_seconds_count{review=\"%s\"} %" PRIu64 "\n",
-                  kinds[k], rs.bucket[GATE_LATENCY_BUCKETS], kinds[k], rs.sum_s, kinds[k],
-                  rs.bucket[GATE_LATENCY_BUCKETS]);
+                    "kwp_auth_review_duration_seconds_bucket{review=\"%s\",le=\"+Inf\"} %" PRIu64
+                    "\n"
+                    "kwp_auth_review_duration_seconds_sum{review=\"%s\"} %.6f\n"
+                    "kwp_auth_review_duration_seconds_count{review=\"%s\"} %" PRIu64 "\n",
+                    kinds[k], rs.bucket[GATE_LATENCY_BUCKETS], kinds[k], rs.sum_s, kinds[k],
+                    rs.bucket[GATE_LATENCY_BUCKETS]);
     }
 }
 

@@ -1072,8 +1072,7 @@ void passthrough_forward(struct passthrough *pt, struct http_req *req)
     passthrough_forward_as(pt, req, NULL);
 }
 
-void passthrough_forward_as(struct passthrough *pt, struct http_req *req,
-                            const struct identity *as)
+void passthrough_forward_as(struct passthrough *pt, struct http_req *req, const struct identity *as)
 {
     struct xfer *t = NULL;
     struct kstatus st;
@@ -1098,8 +1097,9 @@ void passthrough_forward_as(struct passthrough *pt, struct http_req *req,
     if (rc == -EINVAL) {
         char text[1024];
         size_t n = authz_status_internal_error(
-            http_req_uri(req), "cannot carry the caller's identity upstream as impersonation headers",
-            text, sizeof(text));
+            http_req_uri(req),
+            "cannot carry the caller's identity upstream as impersonation headers", text,
+            sizeof(text));
 
         xfer_unref(t);
         http_reply(req, 500, AUTHZ_STATUS_TEXT_TYPE, text, n < sizeof(text) ? n : sizeof(text) - 1);

@@ -85,7 +85,7 @@ struct proxy_opts {
     const char *tls_cert_file;
     const char *tls_key_file;
     const char *client_ca_file;
-    const char *auth;             /* "none", "delegated", "" = by --listen */
+    const char *auth; /* "none", "delegated", "" = by --listen */
     bool anonymous_auth;
     struct config_list audiences; /* --authentication-audiences */
     int64_t authn_ttl_ms;
@@ -104,8 +104,8 @@ struct proxy {
     struct registry *reg;
     pthread_mutex_t add_lock; /* held while a resource is created on first use */
     struct discovery *disc;
-    struct auth *auth;             /* NULL with --auth none */
-    struct gate *gate;             /* NULL with --auth none */
+    struct auth *auth;               /* NULL with --auth none */
+    struct gate *gate;               /* NULL with --auth none */
     struct http_server *metrics_srv; /* --metrics-listen, or NULL */
 };
 
@@ -505,8 +505,8 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
         goto fail;
     }
     if (o->metrics_listen) {
-        struct http_server_opts mo = {.listen = o->metrics_listen, .threads = 1,
-                                      .max_connections = 64};
+        struct http_server_opts mo = {
+            .listen = o->metrics_listen, .threads = 1, .max_connections = 64};
         p->metrics_srv = http_server_start(&mo, metrics_handle, p, err, err_len);
         if (!p->metrics_srv) {
             goto fail;
