@@ -37,7 +37,9 @@
 #include "proxy/kube_meta.h"
 #include "proxy/log.h"
 #include "proxy/registry.h"
+#include "proxy/review.h"
 #include "sim/alloc.h"
+#include "sim/guard.h"
 #include "sim/gen.h"
 #include "sim/objects.h"
 #include "sim/proto.h"
@@ -54,6 +56,7 @@ struct sim {
     uint64_t uid_seq;      /* under lock */
     struct registry *reg;  /* the served resources, all added before the server starts */
     struct http_server *srv;
+    struct guard *guard;    /* authn, impersonation, authz, reviews: read-only once started */
     struct handlers_opts hopts;
     pthread_t churn;
     bool churn_started;
@@ -289,6 +292,13 @@ static bool ctype_is(const char *ct, const char *want)
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+static void reply_unsupported_body(struct http_req *req)
+{
+    reply_status(req, 415, "UnsupportedMediaType",
+                 "the body of the request was in an unknown format - accepted media types "
+                 "include: application/json, application/vnd.kubernetes.protobuf");
+}
+
 /* Decodes the request body into a tree; on failure replies and returns NULL. */
 static cJSON *decode_body(struct http_req *req)
 {
@@ -314,9 +324,7 @@ static cJSON *decode_body(struct http_req *req)
         return obj;
     }
     if (ct && !ctype_is(ct, "application/json") && !ctype_is(ct, "*/*")) {
-        reply_status(req, 415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types "
-                     "include: application/json, application/vnd.kubernetes.protobuf");
+        reply_unsupported_body(req);
         return NULL;
     }
     obj = cJSON_ParseWithLengthOpts(body, len, &end, 0);
@@ -738,6 +746,42 @@ static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
 
 /* ---- discovery ------------------------------------------------------------------------- */
 
+/* The review APIs (sim/guard.h), v1 and cluster-scoped, listed beside the registry's kinds. */
+static const struct review_api {
+    const char *group, *plural, *singular, *kind;
+} review_apis[] = {
+    {"authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"},
+    {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+};
+#define N_REVIEW_APIS (sizeof(review_apis) / sizeof(review_apis[0]))
+
+static const struct review_api *review_api_of(const char *group)
+{
+    for (size_t i = 0; i < N_REVIEW_APIS; i++) {
+        if (strcmp(review_apis[i].group, group) == 0) {
+            return &review_apis[i];
+        }
+    }
+    return NULL;
+}
+
+/* One APIResource entry of resource_list_json. */
+static cJSON *api_resource_json(const char *plural, const char *singular, bool namespaced,
+                                const char *kind, const char *const *verbs, size_t n_verbs)
+{
+    cJSON *r = cJSON_CreateObject(), *v;
+
+    cJSON_AddStringToObject(r, "name", plural);
+    cJSON_AddStringToObject(r, "singularName", singular);
+    cJSON_AddBoolToObject(r, "namespaced", namespaced);
+    cJSON_AddStringToObject(r, "kind", kind);
+    v = cJSON_AddArrayToObject(r, "verbs");
+    for (size_t j = 0; j < n_verbs; j++) {
+        cJSON_AddItemToArray(v, cJSON_CreateString(verbs[j]));
+    }
+    return r;
+}
+
 static cJSON *resource_list_json(struct sim *s, const char *group, const char *version)
 {
     cJSON *root = cJSON_CreateObject(), *arr;
@@ -756,19 +800,12 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
         const struct apires_kind *k = &registry_at(s->reg, i)->kind;
         static const char *const verbs[] = {"create", "delete", "get",    "list",
                                             "patch",  "update", "watch"};
-        cJSON *r, *v;
+        cJSON *r;
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0) {
             continue;
         }
-        r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "name", k->plural);
-        cJSON_AddStringToObject(r, "singularName", k->singular);
-        cJSON_AddBoolToObject(r, "namespaced", k->namespaced);
-        cJSON_AddStringToObject(r, "kind", k->kind);
-        v = cJSON_AddArrayToObject(r, "verbs");
-        for (size_t j = 0; j < sizeof(verbs) / sizeof(verbs[0]); j++) {
-            cJSON_AddItemToArray(v, cJSON_CreateString(verbs[j]));
-        }
+        r = api_resource_json(k->plural, k->singular, k->namespaced, k->kind, verbs,
+                              sizeof(verbs) / sizeof(verbs[0]));
         if (k->short_names[0]) {
             cJSON *sn = cJSON_AddArrayToObject(r, "shortNames");
             char buf[64];
@@ -780,11 +817,20 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
         }
         cJSON_AddItemToArray(arr, r);
     }
+    if (review_api_of(group) && strcmp(version, "v1") == 0) {
+        static const char *const create[] = {"create"};
+        const struct review_api *ra = review_api_of(group);
+        cJSON_AddItemToArray(arr, api_resource_json(ra->plural, ra->singular, false, ra->kind,
+                                                    create, 1));
+    }
     return root;
 }
 
 static bool group_known(struct sim *s, const char *group, const char *version)
 {
+    if (review_api_of(group) && (!version || strcmp(version, "v1") == 0)) {
+        return true;
+    }
     for (size_t i = 0; i < registry_len(s->reg); i++) {
         const struct apires_kind *k = &registry_at(s->reg, i)->kind;
         if (strcmp(k->group, group) == 0 && (!version || strcmp(k->version, version) == 0)) {
@@ -824,6 +870,15 @@ static cJSON *group_json(struct sim *s, const char *group)
         if (!pref) {
             pref = cJSON_Duplicate(v, 1);
         }
+    }
+    if (!pref && review_api_of(group)) {
+        char gv[160];
+        cJSON *v = cJSON_CreateObject();
+        snprintf(gv, sizeof(gv), "%s/v1", group);
+        cJSON_AddStringToObject(v, "groupVersion", gv);
+        cJSON_AddStringToObject(v, "version", "v1");
+        cJSON_AddItemToArray(versions, v);
+        pref = cJSON_Duplicate(v, 1);
     }
     if (pref) {
         cJSON_AddItemToObject(g, "preferredVersion", pref);
@@ -882,6 +937,9 @@ static bool serve_discovery(struct sim *s, struct http_req *req, const char *pat
             if (!seen) {
                 cJSON_AddItemToArray(groups, group_json(s, g));
             }
+        }
+        for (size_t i = 0; i < N_REVIEW_APIS; i++) {
+            cJSON_AddItemToArray(groups, group_json(s, review_apis[i].group));
         }
         reply_cjson(req, 200, root);
         cJSON_Delete(root);
@@ -954,8 +1012,12 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
 
     if (strcmp(path, "/_sim/stats") == 0 && strcmp(method, "GET") == 0) {
         cJSON *root = cJSON_CreateObject(), *rs;
+        uint64_t n_tr, n_sar;
         cJSON_AddNumberToObject(root, "revision", (double)atomic_load(&s->revision));
         cJSON_AddNumberToObject(root, "compacted", (double)atomic_load(&s->compacted));
+        guard_stats(s->guard, &n_tr, &n_sar);
+        cJSON_AddNumberToObject(root, "tokenreviews", (double)n_tr);
+        cJSON_AddNumberToObject(root, "subjectaccessreviews", (double)n_sar);
         rs = cJSON_AddObjectToObject(root, "resources");
         for (size_t i = 0; i < registry_len(s->reg); i++) {
             struct apires *ar = registry_at(s->reg, i);
@@ -1014,6 +1076,27 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
 
 /* ---- routing --------------------------------------------------------------------------- */
 
+/* POST tokenreviews / subjectaccessreviews (create is their only verb). */
+static void serve_review(struct sim *s, struct http_req *req, const char *path)
+{
+    const char *ct = http_req_header(req, "Content-Type");
+
+    if (strcmp(http_req_method(req), "POST") != 0) {
+        reply_route_error(req, 405, "MethodNotAllowed",
+                          "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (ct && !ctype_is(ct, "application/json") && !ctype_is(ct, "*/*")) {
+        reply_unsupported_body(req);
+        return;
+    }
+    if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0) {
+        guard_serve_tokenreview(s->guard, req);
+    } else {
+        guard_serve_sar(s->guard, req);
+    }
+}
+
 static void sim_handle(void *app, struct http_req *req)
 {
     struct sim *s = app;
@@ -1023,13 +1106,16 @@ static void sim_handle(void *app, struct http_req *req)
     struct apires *ar;
     int rc;
 
-    if (s->o.token && s->o.token[0] && strcmp(path, "/healthz") != 0 &&
-        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0) {
-        const char *auth = http_req_header(req, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, s->o.token) != 0) {
-            reply_status(req, 401, "Unauthorized", "Unauthorized");
-            return;
-        }
+    /* once per request (a LIST waiting for a fresh rv comes back with handlers' state); the
+     * health endpoints stay open, as --token always left them */
+    if (http_req_state(req) == NULL && strcmp(path, "/healthz") != 0 &&
+        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 &&
+        !guard_admit(s->guard, req)) {
+        return;
+    }
+    if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0 || strcmp(path, REVIEW_SAR_PATH) == 0) {
+        serve_review(s, req, path);
+        return;
     }
     if (strncmp(path, "/_sim/", 6) == 0) {
         serve_sim(s, req, path);
@@ -1313,11 +1399,21 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     s->hopts.watch_max_lag_ms = o->watch_max_lag_ms;
     s->hopts.local_too_large = true;
     seed(s);
+    {
+        struct guard_opts go = {o->token, o->token_auth_file, o->client_ca_file != NULL,
+                               o->authorization_rules, o->anonymous_auth};
+        s->guard = guard_new(&go, err, err_len);
+        if (!s->guard) {
+            sim_stop(s);
+            return NULL;
+        }
+    }
     hso.listen = o->listen;
     hso.threads = (unsigned)o->threads;
     hso.max_body = (size_t)o->max_body;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
+    hso.client_ca_file = o->client_ca_file;
     s->srv = http_server_start(&hso, sim_handle, s, err, err_len);
     if (!s->srv) {
         sim_stop(s);
@@ -1367,6 +1463,7 @@ void sim_stop(struct sim *s)
         }
         http_server_stop(s->srv);
     }
+    guard_free(s->guard);
     registry_free(s->reg);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -1399,6 +1496,10 @@ int sim_main(int argc, char **argv)
         {"token", CFG_STR, &o.token, 0, 0, "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
         {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0, "serve https with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
+        {"token-auth-file", CFG_STR, &o.token_auth_file, 0, 0, "static token users, one CSV record each: token,user,uid[,\"group1,group2\"] (kube-apiserver's format)"},
+        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0, "ask https clients for a certificate and verify it against this PEM CA: user = CN, groups = every O"},
+        {"authorization-rules", CFG_STR, &o.authorization_rules, 0, 0, "authorize every request with this RBAC-like rule file (README: kwp sim); without it everything is allowed"},
+        {"anonymous-auth", CFG_BOOL, &o.anonymous_auth, 0, 0, "with authentication on, serve unauthenticated requests as system:anonymous (401 otherwise)"},
     };
 
     rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",

@@ -4,7 +4,8 @@
  * An etcd-like global revision shared by all resources; objects held in cache/ resources
  * (the simulator is authoritative: its cache IS its storage); LIST/WATCH/GET answered by
  * proxy/handlers with kube-apiserver semantics; writes (POST/PUT/PATCH/DELETE), discovery,
- * compaction, churn and test endpoints (/_sim/stats, /_sim/compact) implemented here.
+ * compaction, churn and test endpoints (/_sim/stats, /_sim/compact) implemented here;
+ * authentication, impersonation, authorization and the review APIs in sim/guard.h.
  *
  * Threads: MHD threads serve requests; one tick thread (proxy/registry.h's: deadlines,
  * bookmarks, idle-peer sweep; plus periodic compaction); one churn thread when --churn > 0. Writes are serialised by the
@@ -37,6 +38,12 @@ struct sim_opts {
     const char *token;             /* require "Authorization: Bearer <token>" (401 otherwise) */
     const char *tls_cert_file;     /* serve https with this PEM certificate and key */
     const char *tls_key_file;
+    /* authentication and authorization (sim/guard.h); any of them makes the sim require
+     * authentication */
+    const char *token_auth_file;   /* static token users, kube-apiserver's CSV */
+    const char *client_ca_file;    /* verify client certificates against this PEM CA */
+    const char *authorization_rules; /* the rule file (sim/rbac.h); none: allow everything */
+    bool anonymous_auth;           /* unauthenticated requests are system:anonymous */
     struct config_list resources;  /* extra group/version/plural[:namespaced|:cluster] */
 };
 
