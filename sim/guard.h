@@ -1,23 +1,13 @@
 /*
  * guard.h - kwp sim as an authenticating, authorizing kube-apiserver (AUTH.md 3-5): every
- * request passes kube-apiserver's filter chain here before it is routed, and the simulator's
- * TokenReview and SubjectAccessReview APIs answer from the same users and rules.
- *
- *   RequestInfo (500 when the path cannot be read)
- *   -> authentication: a verified client certificate (CN user, every O a group), else a bearer
- *      token (--token: kubernetes-admin in system:masters; --token-auth-file users), else
- *      anonymous with --anonymous-auth; a credential that fails is a 401, never anonymous;
- *      every authenticated user gets system:authenticated
- *   -> impersonation (Impersonate-* headers, each check authorized for the caller with verb
- *      impersonate; a refusal is the 403 naming the caller)
- *   -> authorization of the request's attributes for the (impersonated) user: the
- *      --authorization-rules (rbac.h), or everything when there are none
- *
- * The guard is open (guard_admit lets everything through, as the simulator always did) when no
- * authentication flag and no rule file is given. Built before the server starts, then only
- * read; the review counters are atomic. guard_* run on MHD threads; no locks.
- * Depends on proxy/ (http_server, identity, reqinfo, impersonate, authz_status, review),
- * sim/ (tokenfile, rbac, reviews); the client certificate comes verified from http_server (tls.c).
+ * request passes kube-apiserver's filter chain here (below) before it is routed, and the
+ * simulator's TokenReview and SubjectAccessReview APIs answer from the same users and rules.
+ * The guard is open (guard_admit lets everything through, as the simulator always did) when
+ * no authentication flag and no rule file is given.
+ * Built before the server starts, then only read; the review counters are atomic. guard_* run
+ * on MHD threads; no locks. Depends on proxy/ (http_server, which hands over the verified
+ * client certificate through tls.c, identity, reqinfo, impersonate, authz_status, review) and
+ * sim/ (tokenfile, rbac, reviews).
  */
 #ifndef KWP_SIM_GUARD_H
 #define KWP_SIM_GUARD_H
@@ -28,6 +18,19 @@
 
 struct guard;
 struct http_req;
+
+/*
+ * The chain, in kube-apiserver's order:
+ *   RequestInfo (500 when the path cannot be read)
+ *   -> authentication: a verified client certificate (CN user, every O a group), else a bearer
+ *      token (--token: kubernetes-admin in system:masters; --token-auth-file users), else
+ *      anonymous with --anonymous-auth; a credential that fails is a 401, never anonymous;
+ *      every authenticated user gets system:authenticated
+ *   -> impersonation (Impersonate-* headers, each check authorized for the caller with verb
+ *      impersonate; a refusal is the 403 naming the caller)
+ *   -> authorization of the request's attributes for the (impersonated) user: the
+ *      --authorization-rules (rbac.h), or everything when there are none
+ */
 
 /* The user and group of the --token credential. */
 #define GUARD_TOKEN_USER "kubernetes-admin"

@@ -1,7 +1,22 @@
 /*
  * rbac.h - the simulator's authorizer (--authorization-rules): an RBAC-like rule file read
- * once, then evaluated for every request, impersonation check and SubjectAccessReview.
- *
+ * once, then evaluated for every request, impersonation check and SubjectAccessReview, with
+ * RBAC's matching of a PolicyRule and the reasons a SubjectAccessReview carries (the file
+ * format and the evaluation order are below).
+ * A struct rbac is built once, then only read: any number of threads may evaluate it; no
+ * locks. Depends on identity.h and review.h.
+ */
+#ifndef KWP_SIM_RBAC_H
+#define KWP_SIM_RBAC_H
+
+#include <stddef.h>
+
+#include "proxy/identity.h"
+#include "proxy/review.h"
+
+struct rbac;
+
+/*
  * The file: one rule per line; blank lines and lines whose first non-blank is '#' are
  * ignored. A rule is `allow` or `deny`, then blank-separated KEY=VALUE fields, each VALUE a
  * comma-separated list without blanks in which `""` stands for the empty string:
@@ -25,18 +40,7 @@
  * `denied by rule "NAME"`); else the first matching allow rule allows (reason
  * `RBAC: allowed by rule "NAME" to User "alice"` or `... to Group "devs"`); else no opinion
  * (reason "", which RBAC gives: the 403 carries no ": REASON").
- * A struct rbac is built once, then only read: any number of threads. Depends on identity.h
- * and review.h.
  */
-#ifndef KWP_SIM_RBAC_H
-#define KWP_SIM_RBAC_H
-
-#include <stddef.h>
-
-#include "proxy/identity.h"
-#include "proxy/review.h"
-
-struct rbac;
 
 #define RBAC_MAX_BYTES (1024 * 1024) /* a larger rule file is refused */
 #define RBAC_MAX_RULES 10000

@@ -56,7 +56,7 @@ struct sim {
     uint64_t uid_seq;      /* under lock */
     struct registry *reg;  /* the served resources, all added before the server starts */
     struct http_server *srv;
-    struct guard *guard;    /* authn, impersonation, authz, reviews: read-only once started */
+    struct guard *guard; /* authn, impersonation, authz, reviews: read-only once started */
     struct handlers_opts hopts;
     pthread_t churn;
     bool churn_started;
@@ -820,8 +820,8 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
     if (review_api_of(group) && strcmp(version, "v1") == 0) {
         static const char *const create[] = {"create"};
         const struct review_api *ra = review_api_of(group);
-        cJSON_AddItemToArray(arr, api_resource_json(ra->plural, ra->singular, false, ra->kind,
-                                                    create, 1));
+        cJSON_AddItemToArray(
+            arr, api_resource_json(ra->plural, ra->singular, false, ra->kind, create, 1));
     }
     return root;
 }
@@ -1109,8 +1109,7 @@ static void sim_handle(void *app, struct http_req *req)
     /* once per request (a LIST waiting for a fresh rv comes back with handlers' state); the
      * health endpoints stay open, as --token always left them */
     if (http_req_state(req) == NULL && strcmp(path, "/healthz") != 0 &&
-        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 &&
-        !guard_admit(s->guard, req)) {
+        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 && !guard_admit(s->guard, req)) {
         return;
     }
     if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0 || strcmp(path, REVIEW_SAR_PATH) == 0) {

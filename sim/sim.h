@@ -40,10 +40,10 @@ struct sim_opts {
     const char *tls_key_file;
     /* authentication and authorization (sim/guard.h); any of them makes the sim require
      * authentication */
-    const char *token_auth_file;   /* static token users, kube-apiserver's CSV */
-    const char *client_ca_file;    /* verify client certificates against this PEM CA */
+    const char *token_auth_file;     /* static token users, kube-apiserver's CSV */
+    const char *client_ca_file;      /* verify client certificates against this PEM CA */
     const char *authorization_rules; /* the rule file (sim/rbac.h); none: allow everything */
-    bool anonymous_auth;           /* unauthenticated requests are system:anonymous */
+    bool anonymous_auth;             /* unauthenticated requests are system:anonymous */
     struct config_list resources;  /* extra group/version/plural[:namespaced|:cluster] */
 };
 

@@ -315,7 +315,9 @@ static void entries_finish(struct tokenfile *tf)
 {
     size_t w = 0;
 
-    qsort(tf->e, tf->n, sizeof(*tf->e), entry_cmp);
+    if (tf->n > 1) {
+        qsort(tf->e, tf->n, sizeof(*tf->e), entry_cmp);
+    }
     for (size_t i = 0; i < tf->n; i++) {
         if (i + 1 < tf->n && token_cmp(tf->e[i].token, tf->e[i].token_len, tf->e[i + 1].token,
                                        tf->e[i + 1].token_len) == 0) {
@@ -400,7 +402,7 @@ struct tokenfile *tokenfile_parse(const char *data, size_t len, const char *name
                  TOKENFILE_MAX_BYTES);
         return NULL;
     }
-    nul = memchr(data, '\0', len);
+    nul = len > 0 ? memchr(data, '\0', len) : NULL;
     if (nul != NULL) {
         snprintf(err, err_len, "token file '%s' line %d: a NUL byte", name,
                  line_of(data, (size_t)(nul - data)));
@@ -408,7 +410,9 @@ struct tokenfile *tokenfile_parse(const char *data, size_t len, const char *name
     }
     tf = xcalloc(1, sizeof(*tf));
     r.buf = xmalloc(len + 1);
-    memcpy(r.buf, data, len);
+    if (len > 0) {
+        memcpy(r.buf, data, len);
+    }
     r.len = len;
     rec.out = xmalloc(2 * len + 2);
     for (;;) {
