@@ -29,9 +29,8 @@
 #include "sim/tokenfile.h"
 
 #define GUARD_INVALID_TOKEN "invalid bearer token" /* bearertoken.go's invalidToken */
-#define GUARD_MAX_IMPERSONATE_HDRS                                                                  \
-    1024 /* Impersonate-* lines looked at (the bytes are capped                                    \
-            by impersonate.h) */
+/* Impersonate-* lines looked at (their bytes are capped by impersonate.h) */
+#define GUARD_MAX_IMPERSONATE_HDRS 1024
 
 struct guard {
     char *token;             /* --token, or NULL */

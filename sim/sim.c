@@ -39,8 +39,8 @@
 #include "proxy/registry.h"
 #include "proxy/review.h"
 #include "sim/alloc.h"
-#include "sim/guard.h"
 #include "sim/gen.h"
+#include "sim/guard.h"
 #include "sim/objects.h"
 #include "sim/proto.h"
 
@@ -1109,7 +1109,8 @@ static void sim_handle(void *app, struct http_req *req)
     /* once per request (a LIST waiting for a fresh rv comes back with handlers' state); the
      * health endpoints stay open, as --token always left them */
     if (http_req_state(req) == NULL && strcmp(path, "/healthz") != 0 &&
-        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 && !guard_admit(s->guard, req)) {
+        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 &&
+        !guard_admit(s->guard, req)) {
         return;
     }
     if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0 || strcmp(path, REVIEW_SAR_PATH) == 0) {
@@ -1400,7 +1401,7 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     seed(s);
     {
         struct guard_opts go = {o->token, o->token_auth_file, o->client_ca_file != NULL,
-                               o->authorization_rules, o->anonymous_auth};
+                                o->authorization_rules, o->anonymous_auth};
         s->guard = guard_new(&go, err, err_len);
         if (!s->guard) {
             sim_stop(s);
