@@ -72,7 +72,8 @@
 
 static const char tokens_csv[] = "tok-alice,alice,42,\"devs\"\n"
                                  "tok-bob,bob,43\n"
-                                 "tok-carol,carol,44,\"ops\"\n";
+                                 "tok-carol,carol,44,\"ops\"\n"
+                                 "tok-proxy,kwp-proxy,99\n";
 
 static const char rules_txt[] =
     "# discovery for every authenticated user (system:discovery)\n"
@@ -85,7 +86,13 @@ static const char rules_txt[] =
     "resourceNames=bob\n"
     "allow name=auth-delegator users=carol verbs=create "
     "apiGroups=authentication.k8s.io,authorization.k8s.io "
-    "resources=tokenreviews,subjectaccessreviews\n";
+    "resources=tokenreviews,subjectaccessreviews\n"
+    "# a kwp proxy in front (AUTH.md 6): what it caches, reviews, impersonation\n"
+    "allow name=proxy-reads users=kwp-proxy verbs=get,list,watch apiGroups=\"\" resources=pods\n"
+    "allow name=proxy-delegates users=kwp-proxy verbs=create "
+    "apiGroups=authentication.k8s.io,authorization.k8s.io "
+    "resources=tokenreviews,subjectaccessreviews\n"
+    "allow name=proxy-impersonates users=kwp-proxy verbs=impersonate apiGroups=* resources=*\n";
 
 /* ---- files and child commands -------------------------------------------------------- */
 
@@ -642,6 +649,37 @@ Test(sim_auth, bad_rule_or_token_file_refused_at_start, .timeout = T_TIMEOUT)
                            "(line 2)") != NULL,
               "%s", text);
     free(text);
+    tdir_remove(&d);
+}
+
+/* ---- the whole chain: kwp proxy --auth delegated before the sim ---------------------- */
+
+Test(sim_auth, proxy_delegates_to_the_sim, .timeout = T_TIMEOUT)
+{
+    struct tdir d;
+    struct srv s, px;
+
+    tdir_make(&d);
+    sim_auth_start(&s, &d, NULL);
+    srv_spawn(&px, "proxy",
+              ARGS("--upstream", s.url, "--token", "tok-proxy", "--resources", "pods", "--auth",
+                   "delegated"),
+              NULL);
+    srv_wait_ready(&px, 20000);
+    /* from the cache, authorized by a SubjectAccessReview the sim answers from its rules */
+    expect_code(&px, "tok-alice", "/api/v1/namespaces/default/pods", 200);
+    expect_get(&px, "tok-alice", "/api/v1/namespaces/b/pods", NULL, 403, FORBID_LIST_PODS_B);
+    expect_get(&px, "tok-alice", "/api/v1/pods?watch=1", NULL, 403, FORBID_WATCH_PODS);
+    /* a token the sim's TokenReview does not know; none at all */
+    expect_get(&px, "wrong", "/api/v1/namespaces/default/pods", NULL, 401, BODY_401);
+    expect_get(&px, NULL, "/api/v1/namespaces/default/pods", NULL, 401, BODY_401);
+    /* forwarded as alice: the proxy impersonates her on its own token, the sim checks both */
+    expect_code(&px, "tok-alice", "/version", 200);
+    expect_code(&px, "tok-bob", "/apis", 200);
+    cr_assert_geq(stat_as_admin(&s, "tokenreviews"), 3, "alice, wrong and bob reviewed");
+    cr_assert_geq(stat_as_admin(&s, "subjectaccessreviews"), 4);
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&s, "kwp sim");
     tdir_remove(&d);
 }
 
