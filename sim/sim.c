@@ -52,9 +52,9 @@ struct sim {
     pthread_mutex_t lock; /* serialises writes: revision, uids, rng, compaction */
     _Atomic uint64_t revision;
     _Atomic uint64_t compacted;
-    uint64_t rng;          /* under lock */
-    uint64_t uid_seq;      /* under lock */
-    struct registry *reg;  /* the served resources, all added before the server starts */
+    uint64_t rng;         /* under lock */
+    uint64_t uid_seq;     /* under lock */
+    struct registry *reg; /* the served resources, all added before the server starts */
     struct http_server *srv;
     struct guard *guard; /* authn, impersonation, authz, reviews: read-only once started */
     struct handlers_opts hopts;
@@ -122,8 +122,7 @@ static void reply_status(struct http_req *req, int code, const char *reason, con
 /* go-restful's route errors (no such path: 404, no such method: 405) go through
  * apierrors.NewGenericServerResponse, whose StatusDetails is non-nil and empty:
  * "details":{} (an empty kind is set only to make kstatus_json write it). */
-static void reply_route_error(struct http_req *req, int code, const char *reason,
-                              const char *msg)
+static void reply_route_error(struct http_req *req, int code, const char *reason, const char *msg)
 {
     struct kstatus st;
     kstatus_set(&st, code, reason, "%s", msg);
@@ -336,8 +335,8 @@ static cJSON *decode_body(struct http_req *req)
                                 "in JSON body");
         return NULL;
     }
-    while (end && end < body + len && (*end == ' ' || *end == '\n' || *end == '\r' ||
-                                       *end == '\t')) {
+    while (end && end < body + len &&
+           (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t')) {
         end++;
     }
     if (!cJSON_IsObject(obj) || (end && end != body + len)) {
@@ -629,8 +628,8 @@ static void sim_update(struct sim *s, struct http_req *req, struct apires *ar,
         in = cur;
         cur = from_blob(ar, old);
     }
-    rc = objects_prepare_update(in, cur, q, p->ns[0] ? p->ns : NULL, p->name, rev, err,
-                                sizeof(err));
+    rc =
+        objects_prepare_update(in, cur, q, p->ns[0] ? p->ns : NULL, p->name, rev, err, sizeof(err));
     cJSON_Delete(cur);
     if (rc == -EBUSY) {
         struct kstatus st;
@@ -798,7 +797,7 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
     arr = cJSON_AddArrayToObject(root, "resources");
     for (size_t i = 0; i < registry_len(s->reg); i++) {
         const struct apires_kind *k = &registry_at(s->reg, i)->kind;
-        static const char *const verbs[] = {"create", "delete", "get",    "list",
+        static const char *const verbs[] = {"create", "delete", "get",  "list",
                                             "patch",  "update", "watch"};
         cJSON *r;
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0) {
@@ -893,13 +892,14 @@ static bool serve_discovery(struct sim *s, struct http_req *req, const char *pat
     cJSON *root;
 
     if (strcmp(path, "/version") == 0 || strcmp(path, "/version/") == 0) {
-        reply_json(req, 200,
-                   "{\"major\":\"1\",\"minor\":\"" SIM_VERSION_MINOR "\",\"emulationMajor\":\"1\","
-                   "\"emulationMinor\":\"" SIM_VERSION_MINOR "\",\"minCompatibilityMajor\":\"1\","
-                   "\"minCompatibilityMinor\":\"33\",\"gitVersion\":\"v1." SIM_VERSION_MINOR
-                   ".0-kwp-sim\",\"gitCommit\":\"0000000000000000000000000000000000000000\","
-                   "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
-                   "\"goVersion\":\"go1.24.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}\n");
+        reply_json(
+            req, 200,
+            "{\"major\":\"1\",\"minor\":\"" SIM_VERSION_MINOR "\",\"emulationMajor\":\"1\","
+            "\"emulationMinor\":\"" SIM_VERSION_MINOR "\",\"minCompatibilityMajor\":\"1\","
+            "\"minCompatibilityMinor\":\"33\",\"gitVersion\":\"v1." SIM_VERSION_MINOR
+            ".0-kwp-sim\",\"gitCommit\":\"0000000000000000000000000000000000000000\","
+            "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
+            "\"goVersion\":\"go1.24.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}\n");
         return true;
     }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
@@ -1184,8 +1184,8 @@ static void seed_one(struct sim *s, const char *plural, const char *ns, const ch
     if (do_create(s, ar, ns, obj, &b, &st) == 0) {
         blob_unref(b);
     } else {
-        log_warn("sim", "resource=%s ns=%s name=%s code=%d msg=\"seed write failed: %s\"",
-                 plural, ns ? ns : "", name, st.code, st.message);
+        log_warn("sim", "resource=%s ns=%s name=%s code=%d msg=\"seed write failed: %s\"", plural,
+                 ns ? ns : "", name, st.code, st.message);
     }
     cJSON_Delete(obj);
 }
@@ -1349,8 +1349,8 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
     struct ring_opts ro = {.min_cap = 1024, .max_cap = SIM_HISTORY_CAP, .fresh_ms = 0};
 
     if (apires_parse_spec(spec, &k, &owned) != 0) {
-        snprintf(err, err_len, "invalid --resource %s: want group/version/plural[:namespaced|:cluster]",
-                 spec);
+        snprintf(err, err_len,
+                 "invalid --resource %s: want group/version/plural[:namespaced|:cluster]", spec);
         return -EINVAL;
     }
     if (registry_find(s->reg, k.group, k.version, k.plural)) {
@@ -1367,12 +1367,19 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
 struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
 {
     /* every kind of proxy/apires.c's built-in table */
-    static const char *const builtins[] = {"v1/namespaces", "v1/nodes",      "v1/pods",
-                                           "v1/configmaps", "v1/secrets",    "v1/services",
-                                           "v1/events",     "v1/serviceaccounts",
-                                           "v1/replicationcontrollers",      "batch/v1/jobs",
+    static const char *const builtins[] = {"v1/namespaces",
+                                           "v1/nodes",
+                                           "v1/pods",
+                                           "v1/configmaps",
+                                           "v1/secrets",
+                                           "v1/services",
+                                           "v1/events",
+                                           "v1/serviceaccounts",
+                                           "v1/replicationcontrollers",
+                                           "batch/v1/jobs",
                                            "certificates.k8s.io/v1/certificatesigningrequests",
-                                           "apps/v1/deployments",            "apps/v1/replicasets"};
+                                           "apps/v1/deployments",
+                                           "apps/v1/replicasets"};
     struct sim *s = xcalloc(1, sizeof(*s));
     struct http_server_opts hso = {0};
 
@@ -1479,36 +1486,60 @@ int sim_main(int argc, char **argv)
 
     sim_opts_defaults(&o);
     const struct config_opt opts[] = {
-        {"listen", CFG_STR, &o.listen, 0, 0, "address to serve on, HOST:PORT (port 0 = any free port)"},
+        {"listen", CFG_STR, &o.listen, 0, 0,
+         "address to serve on, HOST:PORT (port 0 = any free port)"},
         {"objects", CFG_INT, &o.objects, 0, 10000000, "seed pods (default 50)"},
-        {"namespaces", CFG_INT, &o.namespaces, 1, 100000, "seed namespaces: default, ns-1, ... (default 3)"},
-        {"churn", CFG_INT, &o.churn, 0, 1000000, "pod writes per second: 60% update, 20% create, 20% delete (default 0)"},
+        {"namespaces", CFG_INT, &o.namespaces, 1, 100000,
+         "seed namespaces: default, ns-1, ... (default 3)"},
+        {"churn", CFG_INT, &o.churn, 0, 1000000,
+         "pod writes per second: 60% update, 20% create, 20% delete (default 0)"},
         {"seed", CFG_INT, &o.seed, 0, INT64_MAX, "random seed for generated objects (default 1)"},
-        {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0, "compact history this often, 0 = never (default 5m)"},
-        {"history-events", CFG_INT, &o.history_events, 1, 100000000, "revisions kept by compaction and per-resource history (default 10000)"},
-        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
-        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long; 0 = only when it leaves the history (default 10s)"},
-        {"resource", CFG_LIST, &o.resources, 0, 0, "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
-        {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
-        {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024, "pad generated objects to about this size with a kwp.io/pad annotation (default: no padding, pods ~1.1 KB)"},
+        {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0,
+         "compact history this often, 0 = never (default 5m)"},
+        {"history-events", CFG_INT, &o.history_events, 1, 100000000,
+         "revisions kept by compaction and per-resource history (default 10000)"},
+        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0,
+         "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
+        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000,
+         "end a watch whose next event has waited this long; 0 = only when it leaves the history "
+         "(default 10s)"},
+        {"resource", CFG_LIST, &o.resources, 0, 0,
+         "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
+        {"stamp", CFG_BOOL, &o.stamp, 0, 0,
+         "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
+        {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024,
+         "pad generated objects to about this size with a kwp.io/pad annotation (default: no "
+         "padding, pods ~1.1 KB)"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
-        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
-        {"token", CFG_STR, &o.token, 0, 0, "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
-        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0, "serve https with this PEM certificate (with --tls-key-file)"},
+        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX,
+         "largest request body accepted (default 3Mi)"},
+        {"token", CFG_STR, &o.token, 0, 0,
+         "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
+        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0,
+         "serve https with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
-        {"token-auth-file", CFG_STR, &o.token_auth_file, 0, 0, "static token users, one CSV record each: token,user,uid[,\"group1,group2\"] (kube-apiserver's format)"},
-        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0, "ask https clients for a certificate and verify it against this PEM CA: user = CN, groups = every O"},
-        {"authorization-rules", CFG_STR, &o.authorization_rules, 0, 0, "authorize every request with this RBAC-like rule file (README: kwp sim); without it everything is allowed"},
-        {"anonymous-auth", CFG_BOOL, &o.anonymous_auth, 0, 0, "with authentication on, serve unauthenticated requests as system:anonymous (401 otherwise)"},
+        {"token-auth-file", CFG_STR, &o.token_auth_file, 0, 0,
+         "static token users, one CSV record each: token,user,uid[,\"group1,group2\"] "
+         "(kube-apiserver's format)"},
+        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0,
+         "ask https clients for a certificate and verify it against this PEM CA: user = CN, groups "
+         "= every O"},
+        {"authorization-rules", CFG_STR, &o.authorization_rules, 0, 0,
+         "authorize every request with this RBAC-like rule file (README: kwp sim); without it "
+         "everything is allowed"},
+        {"anonymous-auth", CFG_BOOL, &o.anonymous_auth, 0, 0,
+         "with authentication on, serve unauthenticated requests as system:anonymous (401 "
+         "otherwise)"},
     };
 
-    rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
-                      "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
-                      "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.\n"
-                      "Serves the built-in kinds v1 namespaces, nodes, pods, configmaps, secrets,\n"
-                      "services, events, serviceaccounts, replicationcontrollers, batch/v1 jobs,\n"
-                      "certificates.k8s.io/v1 certificatesigningrequests, apps/v1 deployments and\n"
-                      "replicasets, plus each --resource.");
+    rc = config_parse(
+        opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
+        "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
+        "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.\n"
+        "Serves the built-in kinds v1 namespaces, nodes, pods, configmaps, secrets,\n"
+        "services, events, serviceaccounts, replicationcontrollers, batch/v1 jobs,\n"
+        "certificates.k8s.io/v1 certificatesigningrequests, apps/v1 deployments and\n"
+        "replicasets, plus each --resource.");
     if (rc != 0) {
         config_list_free(&o.resources);
         return rc > 0 ? 0 : 2;
