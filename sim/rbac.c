@@ -271,11 +271,9 @@ struct rbac_where {
     size_t err_len;
 };
 
-static int fail(const struct rbac_where *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 /* Writes "NAME:LINE: <formatted text>" to the error buffer; returns -EINVAL. */
-static int fail(const struct rbac_where *w, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int fail(const struct rbac_where *w, const char *fmt,
+                                                      ...)
 {
     char what[256];
     va_list ap;
