@@ -18,6 +18,7 @@
 #include "proxy/identity.h"
 #include "proxy/review_cache.h"
 
+struct cJSON;
 struct sbuf;
 
 #define REVIEW_TOKENREVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -42,6 +43,14 @@ struct review_attrs {
     /* non-resource requests */
     const char *path;
 };
+
+/*
+ * Parses data[0..len) as one JSON object the way the review parsers do (for the server side of
+ * a review, kwp sim's): NULL when it is not exactly one object, is over REVIEW_MAX_BODY, or
+ * holds what cJSON would read more laxly than Go's decoder (invalid UTF-8, control bytes, an
+ * escaped NUL). The caller owns the tree (cJSON_Delete).
+ */
+struct cJSON *review_parse_doc(const char *data, size_t len);
 
 /* ---- TokenReview (AUTH.md 3) --------------------------------------------------------- */
 

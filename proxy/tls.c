@@ -276,6 +276,8 @@ static int name_entries(X509_NAME *name, int nid, struct identity **id)
 int tls_client_identity(void *session, struct identity **out)
 {
     gnutls_session_t s = session;
+    gnutls_typed_vdata_st client_auth = {GNUTLS_DT_KEY_PURPOSE_OID,
+                                         (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
     const gnutls_datum_t *peers;
     unsigned n = 0, status = 0;
     const unsigned char *der;
@@ -288,7 +290,9 @@ int tls_client_identity(void *session, struct identity **out)
     if (peers == NULL || n == 0) {
         return -ENOENT;
     }
-    if (gnutls_certificate_verify_peers2(s, &status) != 0 || status != 0) {
+    /* x509.Verify with KeyUsages ClientAuth, as the apiserver's x509 authenticator asks (a
+     * certificate without extended key usage passes) */
+    if (gnutls_certificate_verify_peers(s, &client_auth, 1, &status) != 0 || status != 0) {
         return -EACCES;
     }
     der = peers[0].data;

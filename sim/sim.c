@@ -37,8 +37,10 @@
 #include "proxy/kube_meta.h"
 #include "proxy/log.h"
 #include "proxy/registry.h"
+#include "proxy/review.h"
 #include "sim/alloc.h"
 #include "sim/gen.h"
+#include "sim/guard.h"
 #include "sim/objects.h"
 #include "sim/proto.h"
 
@@ -50,10 +52,11 @@ struct sim {
     pthread_mutex_t lock; /* serialises writes: revision, uids, rng, compaction */
     _Atomic uint64_t revision;
     _Atomic uint64_t compacted;
-    uint64_t rng;          /* under lock */
-    uint64_t uid_seq;      /* under lock */
-    struct registry *reg;  /* the served resources, all added before the server starts */
+    uint64_t rng;         /* under lock */
+    uint64_t uid_seq;     /* under lock */
+    struct registry *reg; /* the served resources, all added before the server starts */
     struct http_server *srv;
+    struct guard *guard; /* authn, impersonation, authz, reviews: read-only once started */
     struct handlers_opts hopts;
     pthread_t churn;
     bool churn_started;
@@ -119,8 +122,7 @@ static void reply_status(struct http_req *req, int code, const char *reason, con
 /* go-restful's route errors (no such path: 404, no such method: 405) go through
  * apierrors.NewGenericServerResponse, whose StatusDetails is non-nil and empty:
  * "details":{} (an empty kind is set only to make kstatus_json write it). */
-static void reply_route_error(struct http_req *req, int code, const char *reason,
-                              const char *msg)
+static void reply_route_error(struct http_req *req, int code, const char *reason, const char *msg)
 {
     struct kstatus st;
     kstatus_set(&st, code, reason, "%s", msg);
@@ -289,6 +291,13 @@ static bool ctype_is(const char *ct, const char *want)
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
+static void reply_unsupported_body(struct http_req *req)
+{
+    reply_status(req, 415, "UnsupportedMediaType",
+                 "the body of the request was in an unknown format - accepted media types "
+                 "include: application/json, application/vnd.kubernetes.protobuf");
+}
+
 /* Decodes the request body into a tree; on failure replies and returns NULL. */
 static cJSON *decode_body(struct http_req *req)
 {
@@ -314,9 +323,7 @@ static cJSON *decode_body(struct http_req *req)
         return obj;
     }
     if (ct && !ctype_is(ct, "application/json") && !ctype_is(ct, "*/*")) {
-        reply_status(req, 415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types "
-                     "include: application/json, application/vnd.kubernetes.protobuf");
+        reply_unsupported_body(req);
         return NULL;
     }
     obj = cJSON_ParseWithLengthOpts(body, len, &end, 0);
@@ -328,8 +335,8 @@ static cJSON *decode_body(struct http_req *req)
                                 "in JSON body");
         return NULL;
     }
-    while (end && end < body + len && (*end == ' ' || *end == '\n' || *end == '\r' ||
-                                       *end == '\t')) {
+    while (end && end < body + len &&
+           (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t')) {
         end++;
     }
     if (!cJSON_IsObject(obj) || (end && end != body + len)) {
@@ -621,8 +628,8 @@ static void sim_update(struct sim *s, struct http_req *req, struct apires *ar,
         in = cur;
         cur = from_blob(ar, old);
     }
-    rc = objects_prepare_update(in, cur, q, p->ns[0] ? p->ns : NULL, p->name, rev, err,
-                                sizeof(err));
+    rc =
+        objects_prepare_update(in, cur, q, p->ns[0] ? p->ns : NULL, p->name, rev, err, sizeof(err));
     cJSON_Delete(cur);
     if (rc == -EBUSY) {
         struct kstatus st;
@@ -738,6 +745,42 @@ static void sim_delete(struct sim *s, struct http_req *req, struct apires *ar,
 
 /* ---- discovery ------------------------------------------------------------------------- */
 
+/* The review APIs (sim/guard.h), v1 and cluster-scoped, listed beside the registry's kinds. */
+static const struct review_api {
+    const char *group, *plural, *singular, *kind;
+} review_apis[] = {
+    {"authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview"},
+    {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+};
+#define N_REVIEW_APIS (sizeof(review_apis) / sizeof(review_apis[0]))
+
+static const struct review_api *review_api_of(const char *group)
+{
+    for (size_t i = 0; i < N_REVIEW_APIS; i++) {
+        if (strcmp(review_apis[i].group, group) == 0) {
+            return &review_apis[i];
+        }
+    }
+    return NULL;
+}
+
+/* One APIResource entry of resource_list_json. */
+static cJSON *api_resource_json(const char *plural, const char *singular, bool namespaced,
+                                const char *kind, const char *const *verbs, size_t n_verbs)
+{
+    cJSON *r = cJSON_CreateObject(), *v;
+
+    cJSON_AddStringToObject(r, "name", plural);
+    cJSON_AddStringToObject(r, "singularName", singular);
+    cJSON_AddBoolToObject(r, "namespaced", namespaced);
+    cJSON_AddStringToObject(r, "kind", kind);
+    v = cJSON_AddArrayToObject(r, "verbs");
+    for (size_t j = 0; j < n_verbs; j++) {
+        cJSON_AddItemToArray(v, cJSON_CreateString(verbs[j]));
+    }
+    return r;
+}
+
 static cJSON *resource_list_json(struct sim *s, const char *group, const char *version)
 {
     cJSON *root = cJSON_CreateObject(), *arr;
@@ -754,21 +797,14 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
     arr = cJSON_AddArrayToObject(root, "resources");
     for (size_t i = 0; i < registry_len(s->reg); i++) {
         const struct apires_kind *k = &registry_at(s->reg, i)->kind;
-        static const char *const verbs[] = {"create", "delete", "get",    "list",
+        static const char *const verbs[] = {"create", "delete", "get",  "list",
                                             "patch",  "update", "watch"};
-        cJSON *r, *v;
+        cJSON *r;
         if (strcmp(k->group, group) != 0 || strcmp(k->version, version) != 0) {
             continue;
         }
-        r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "name", k->plural);
-        cJSON_AddStringToObject(r, "singularName", k->singular);
-        cJSON_AddBoolToObject(r, "namespaced", k->namespaced);
-        cJSON_AddStringToObject(r, "kind", k->kind);
-        v = cJSON_AddArrayToObject(r, "verbs");
-        for (size_t j = 0; j < sizeof(verbs) / sizeof(verbs[0]); j++) {
-            cJSON_AddItemToArray(v, cJSON_CreateString(verbs[j]));
-        }
+        r = api_resource_json(k->plural, k->singular, k->namespaced, k->kind, verbs,
+                              sizeof(verbs) / sizeof(verbs[0]));
         if (k->short_names[0]) {
             cJSON *sn = cJSON_AddArrayToObject(r, "shortNames");
             char buf[64];
@@ -780,11 +816,20 @@ static cJSON *resource_list_json(struct sim *s, const char *group, const char *v
         }
         cJSON_AddItemToArray(arr, r);
     }
+    if (review_api_of(group) && strcmp(version, "v1") == 0) {
+        static const char *const create[] = {"create"};
+        const struct review_api *ra = review_api_of(group);
+        cJSON_AddItemToArray(
+            arr, api_resource_json(ra->plural, ra->singular, false, ra->kind, create, 1));
+    }
     return root;
 }
 
 static bool group_known(struct sim *s, const char *group, const char *version)
 {
+    if (review_api_of(group) && (!version || strcmp(version, "v1") == 0)) {
+        return true;
+    }
     for (size_t i = 0; i < registry_len(s->reg); i++) {
         const struct apires_kind *k = &registry_at(s->reg, i)->kind;
         if (strcmp(k->group, group) == 0 && (!version || strcmp(k->version, version) == 0)) {
@@ -825,6 +870,15 @@ static cJSON *group_json(struct sim *s, const char *group)
             pref = cJSON_Duplicate(v, 1);
         }
     }
+    if (!pref && review_api_of(group)) {
+        char gv[160];
+        cJSON *v = cJSON_CreateObject();
+        snprintf(gv, sizeof(gv), "%s/v1", group);
+        cJSON_AddStringToObject(v, "groupVersion", gv);
+        cJSON_AddStringToObject(v, "version", "v1");
+        cJSON_AddItemToArray(versions, v);
+        pref = cJSON_Duplicate(v, 1);
+    }
     if (pref) {
         cJSON_AddItemToObject(g, "preferredVersion", pref);
     }
@@ -838,13 +892,14 @@ static bool serve_discovery(struct sim *s, struct http_req *req, const char *pat
     cJSON *root;
 
     if (strcmp(path, "/version") == 0 || strcmp(path, "/version/") == 0) {
-        reply_json(req, 200,
-                   "{\"major\":\"1\",\"minor\":\"" SIM_VERSION_MINOR "\",\"emulationMajor\":\"1\","
-                   "\"emulationMinor\":\"" SIM_VERSION_MINOR "\",\"minCompatibilityMajor\":\"1\","
-                   "\"minCompatibilityMinor\":\"33\",\"gitVersion\":\"v1." SIM_VERSION_MINOR
-                   ".0-kwp-sim\",\"gitCommit\":\"0000000000000000000000000000000000000000\","
-                   "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
-                   "\"goVersion\":\"go1.24.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}\n");
+        reply_json(
+            req, 200,
+            "{\"major\":\"1\",\"minor\":\"" SIM_VERSION_MINOR "\",\"emulationMajor\":\"1\","
+            "\"emulationMinor\":\"" SIM_VERSION_MINOR "\",\"minCompatibilityMajor\":\"1\","
+            "\"minCompatibilityMinor\":\"33\",\"gitVersion\":\"v1." SIM_VERSION_MINOR
+            ".0-kwp-sim\",\"gitCommit\":\"0000000000000000000000000000000000000000\","
+            "\"gitTreeState\":\"clean\",\"buildDate\":\"2026-01-01T00:00:00Z\","
+            "\"goVersion\":\"go1.24.0\",\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}\n");
         return true;
     }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
@@ -882,6 +937,9 @@ static bool serve_discovery(struct sim *s, struct http_req *req, const char *pat
             if (!seen) {
                 cJSON_AddItemToArray(groups, group_json(s, g));
             }
+        }
+        for (size_t i = 0; i < N_REVIEW_APIS; i++) {
+            cJSON_AddItemToArray(groups, group_json(s, review_apis[i].group));
         }
         reply_cjson(req, 200, root);
         cJSON_Delete(root);
@@ -954,8 +1012,12 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
 
     if (strcmp(path, "/_sim/stats") == 0 && strcmp(method, "GET") == 0) {
         cJSON *root = cJSON_CreateObject(), *rs;
+        uint64_t n_tr, n_sar;
         cJSON_AddNumberToObject(root, "revision", (double)atomic_load(&s->revision));
         cJSON_AddNumberToObject(root, "compacted", (double)atomic_load(&s->compacted));
+        guard_stats(s->guard, &n_tr, &n_sar);
+        cJSON_AddNumberToObject(root, "tokenreviews", (double)n_tr);
+        cJSON_AddNumberToObject(root, "subjectaccessreviews", (double)n_sar);
         rs = cJSON_AddObjectToObject(root, "resources");
         for (size_t i = 0; i < registry_len(s->reg); i++) {
             struct apires *ar = registry_at(s->reg, i);
@@ -1014,6 +1076,27 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
 
 /* ---- routing --------------------------------------------------------------------------- */
 
+/* POST tokenreviews / subjectaccessreviews (create is their only verb). */
+static void serve_review(struct sim *s, struct http_req *req, const char *path)
+{
+    const char *ct = http_req_header(req, "Content-Type");
+
+    if (strcmp(http_req_method(req), "POST") != 0) {
+        reply_route_error(req, 405, "MethodNotAllowed",
+                          "the server does not allow this method on the requested resource");
+        return;
+    }
+    if (ct && !ctype_is(ct, "application/json") && !ctype_is(ct, "*/*")) {
+        reply_unsupported_body(req);
+        return;
+    }
+    if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0) {
+        guard_serve_tokenreview(s->guard, req);
+    } else {
+        guard_serve_sar(s->guard, req);
+    }
+}
+
 static void sim_handle(void *app, struct http_req *req)
 {
     struct sim *s = app;
@@ -1023,13 +1106,16 @@ static void sim_handle(void *app, struct http_req *req)
     struct apires *ar;
     int rc;
 
-    if (s->o.token && s->o.token[0] && strcmp(path, "/healthz") != 0 &&
-        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0) {
-        const char *auth = http_req_header(req, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strcmp(auth + 7, s->o.token) != 0) {
-            reply_status(req, 401, "Unauthorized", "Unauthorized");
-            return;
-        }
+    /* once per request (a LIST waiting for a fresh rv comes back with handlers' state); the
+     * health endpoints stay open, as --token always left them */
+    if (http_req_state(req) == NULL && strcmp(path, "/healthz") != 0 &&
+        strcmp(path, "/livez") != 0 && strcmp(path, "/readyz") != 0 &&
+        !guard_admit(s->guard, req)) {
+        return;
+    }
+    if (strcmp(path, REVIEW_TOKENREVIEW_PATH) == 0 || strcmp(path, REVIEW_SAR_PATH) == 0) {
+        serve_review(s, req, path);
+        return;
     }
     if (strncmp(path, "/_sim/", 6) == 0) {
         serve_sim(s, req, path);
@@ -1098,8 +1184,8 @@ static void seed_one(struct sim *s, const char *plural, const char *ns, const ch
     if (do_create(s, ar, ns, obj, &b, &st) == 0) {
         blob_unref(b);
     } else {
-        log_warn("sim", "resource=%s ns=%s name=%s code=%d msg=\"seed write failed: %s\"",
-                 plural, ns ? ns : "", name, st.code, st.message);
+        log_warn("sim", "resource=%s ns=%s name=%s code=%d msg=\"seed write failed: %s\"", plural,
+                 ns ? ns : "", name, st.code, st.message);
     }
     cJSON_Delete(obj);
 }
@@ -1263,8 +1349,8 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
     struct ring_opts ro = {.min_cap = 1024, .max_cap = SIM_HISTORY_CAP, .fresh_ms = 0};
 
     if (apires_parse_spec(spec, &k, &owned) != 0) {
-        snprintf(err, err_len, "invalid --resource %s: want group/version/plural[:namespaced|:cluster]",
-                 spec);
+        snprintf(err, err_len,
+                 "invalid --resource %s: want group/version/plural[:namespaced|:cluster]", spec);
         return -EINVAL;
     }
     if (registry_find(s->reg, k.group, k.version, k.plural)) {
@@ -1281,12 +1367,19 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
 struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
 {
     /* every kind of proxy/apires.c's built-in table */
-    static const char *const builtins[] = {"v1/namespaces", "v1/nodes",      "v1/pods",
-                                           "v1/configmaps", "v1/secrets",    "v1/services",
-                                           "v1/events",     "v1/serviceaccounts",
-                                           "v1/replicationcontrollers",      "batch/v1/jobs",
+    static const char *const builtins[] = {"v1/namespaces",
+                                           "v1/nodes",
+                                           "v1/pods",
+                                           "v1/configmaps",
+                                           "v1/secrets",
+                                           "v1/services",
+                                           "v1/events",
+                                           "v1/serviceaccounts",
+                                           "v1/replicationcontrollers",
+                                           "batch/v1/jobs",
                                            "certificates.k8s.io/v1/certificatesigningrequests",
-                                           "apps/v1/deployments",            "apps/v1/replicasets"};
+                                           "apps/v1/deployments",
+                                           "apps/v1/replicasets"};
     struct sim *s = xcalloc(1, sizeof(*s));
     struct http_server_opts hso = {0};
 
@@ -1313,11 +1406,21 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     s->hopts.watch_max_lag_ms = o->watch_max_lag_ms;
     s->hopts.local_too_large = true;
     seed(s);
+    {
+        struct guard_opts go = {o->token, o->token_auth_file, o->client_ca_file != NULL,
+                                o->authorization_rules, o->anonymous_auth};
+        s->guard = guard_new(&go, err, err_len);
+        if (!s->guard) {
+            sim_stop(s);
+            return NULL;
+        }
+    }
     hso.listen = o->listen;
     hso.threads = (unsigned)o->threads;
     hso.max_body = (size_t)o->max_body;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
+    hso.client_ca_file = o->client_ca_file;
     s->srv = http_server_start(&hso, sim_handle, s, err, err_len);
     if (!s->srv) {
         sim_stop(s);
@@ -1367,6 +1470,7 @@ void sim_stop(struct sim *s)
         }
         http_server_stop(s->srv);
     }
+    guard_free(s->guard);
     registry_free(s->reg);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -1382,32 +1486,60 @@ int sim_main(int argc, char **argv)
 
     sim_opts_defaults(&o);
     const struct config_opt opts[] = {
-        {"listen", CFG_STR, &o.listen, 0, 0, "address to serve on, HOST:PORT (port 0 = any free port)"},
+        {"listen", CFG_STR, &o.listen, 0, 0,
+         "address to serve on, HOST:PORT (port 0 = any free port)"},
         {"objects", CFG_INT, &o.objects, 0, 10000000, "seed pods (default 50)"},
-        {"namespaces", CFG_INT, &o.namespaces, 1, 100000, "seed namespaces: default, ns-1, ... (default 3)"},
-        {"churn", CFG_INT, &o.churn, 0, 1000000, "pod writes per second: 60% update, 20% create, 20% delete (default 0)"},
+        {"namespaces", CFG_INT, &o.namespaces, 1, 100000,
+         "seed namespaces: default, ns-1, ... (default 3)"},
+        {"churn", CFG_INT, &o.churn, 0, 1000000,
+         "pod writes per second: 60% update, 20% create, 20% delete (default 0)"},
         {"seed", CFG_INT, &o.seed, 0, INT64_MAX, "random seed for generated objects (default 1)"},
-        {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0, "compact history this often, 0 = never (default 5m)"},
-        {"history-events", CFG_INT, &o.history_events, 1, 100000000, "revisions kept by compaction and per-resource history (default 10000)"},
-        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0, "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
-        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000, "end a watch whose next event has waited this long; 0 = only when it leaves the history (default 10s)"},
-        {"resource", CFG_LIST, &o.resources, 0, 0, "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
-        {"stamp", CFG_BOOL, &o.stamp, 0, 0, "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
-        {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024, "pad generated objects to about this size with a kwp.io/pad annotation (default: no padding, pods ~1.1 KB)"},
+        {"compaction-interval", CFG_DURATION, &o.compaction_interval_ms, 0, 0,
+         "compact history this often, 0 = never (default 5m)"},
+        {"history-events", CFG_INT, &o.history_events, 1, 100000000,
+         "revisions kept by compaction and per-resource history (default 10000)"},
+        {"bookmark-interval", CFG_DURATION, &o.bookmark_interval_ms, 0, 0,
+         "BOOKMARK period for allowWatchBookmarks watches (default 60s)"},
+        {"watch-max-lag", CFG_DURATION, &o.watch_max_lag_ms, 0, 3600000,
+         "end a watch whose next event has waited this long; 0 = only when it leaves the history "
+         "(default 10s)"},
+        {"resource", CFG_LIST, &o.resources, 0, 0,
+         "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
+        {"stamp", CFG_BOOL, &o.stamp, 0, 0,
+         "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
+        {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024,
+         "pad generated objects to about this size with a kwp.io/pad annotation (default: no "
+         "padding, pods ~1.1 KB)"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
-        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX, "largest request body accepted (default 3Mi)"},
-        {"token", CFG_STR, &o.token, 0, 0, "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
-        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0, "serve https with this PEM certificate (with --tls-key-file)"},
+        {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX,
+         "largest request body accepted (default 3Mi)"},
+        {"token", CFG_STR, &o.token, 0, 0,
+         "require Authorization: Bearer TOKEN (401 Unauthorized otherwise)"},
+        {"tls-cert-file", CFG_STR, &o.tls_cert_file, 0, 0,
+         "serve https with this PEM certificate (with --tls-key-file)"},
         {"tls-key-file", CFG_STR, &o.tls_key_file, 0, 0, "PEM private key for --tls-cert-file"},
+        {"token-auth-file", CFG_STR, &o.token_auth_file, 0, 0,
+         "static token users, one CSV record each: token,user,uid[,\"group1,group2\"] "
+         "(kube-apiserver's format)"},
+        {"client-ca-file", CFG_STR, &o.client_ca_file, 0, 0,
+         "ask https clients for a certificate and verify it against this PEM CA: user = CN, groups "
+         "= every O"},
+        {"authorization-rules", CFG_STR, &o.authorization_rules, 0, 0,
+         "authorize every request with this RBAC-like rule file (README: kwp sim); without it "
+         "everything is allowed"},
+        {"anonymous-auth", CFG_BOOL, &o.anonymous_auth, 0, 0,
+         "with authentication on, serve unauthenticated requests as system:anonymous (401 "
+         "otherwise)"},
     };
 
-    rc = config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
-                      "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
-                      "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.\n"
-                      "Serves the built-in kinds v1 namespaces, nodes, pods, configmaps, secrets,\n"
-                      "services, events, serviceaccounts, replicationcontrollers, batch/v1 jobs,\n"
-                      "certificates.k8s.io/v1 certificatesigningrequests, apps/v1 deployments and\n"
-                      "replicasets, plus each --resource.");
+    rc = config_parse(
+        opts, sizeof(opts) / sizeof(opts[0]), argc, argv, "kwp sim [flags]",
+        "A simulated kube-apiserver: global revisions, compaction, churn, LIST/WATCH/GET\n"
+        "with kube-apiserver semantics, writes, discovery, /_sim/stats and /_sim/compact.\n"
+        "Serves the built-in kinds v1 namespaces, nodes, pods, configmaps, secrets,\n"
+        "services, events, serviceaccounts, replicationcontrollers, batch/v1 jobs,\n"
+        "certificates.k8s.io/v1 certificatesigningrequests, apps/v1 deployments and\n"
+        "replicasets, plus each --resource.");
     if (rc != 0) {
         config_list_free(&o.resources);
         return rc > 0 ? 0 : 2;

@@ -3,13 +3,15 @@
  * binaries on port 0: what needs no credentials, the exact 401s, an upstream that cannot
  * review (fail closed: never an allow), --auth none by default on loopback, and
  * --metrics-listen. (Allowed/denied requests, review counts and impersonation against an
- * authenticating sim arrive with the sim's --token-auth-file/--authorization-rules; until
- * then tests/unit/proxy/test_gate.c drives the gate with a scripted reviewer.) Named _proxy:
- * the unit test of auth.c already holds the executable name test_auth.
+ * authenticating sim are in test_sim_auth.c; tests/unit/proxy/test_gate.c drives the gate
+ * with a scripted reviewer.) Named _proxy: the unit test of auth.c already holds the
+ * executable name test_auth.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -67,16 +69,39 @@ static void metrics_url(const struct proc *p, char *out, size_t cap)
     cr_assert_fail("no metrics_url in the proxy's log");
 }
 
+/* Writes <text> to <dir>/<name>; the path into <out>. */
+static void write_file(const char *dir, const char *name, const char *text, char *out, size_t cap)
+{
+    FILE *f;
+
+    snprintf(out, cap, "%s/%s", dir, name);
+    f = fopen(out, "w");
+    cr_assert_not_null(f, "%s: %s", out, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
 Test(auth, delegated_fails_closed_when_upstream_cannot_review, .timeout = 120)
 {
     struct srv sim, px;
     struct http_resp r;
-    char murl[256];
+    char murl[256], dir[] = "/tmp/kwp-authproxy-XXXXXX", tokens[64], rules[64];
 
-    srv_spawn(&sim, "sim", ARGS("--objects", "3", "--churn", "0"), NULL);
+    /* the upstream serves the review APIs but refuses them to the proxy's identity, which may
+     * only read: every review fails (a 403), as one from an unreachable reviewer would */
+    cr_assert_not_null(mkdtemp(dir));
+    write_file(dir, "tokens.csv", "proxy-secret,kwp-proxy,1\n", tokens, sizeof(tokens));
+    write_file(dir, "rules",
+               "allow users=kwp-proxy verbs=get nonResourceURLs=/api*,/version\n"
+               "allow users=kwp-proxy verbs=get,list,watch apiGroups=\"\" resources=pods\n",
+               rules, sizeof(rules));
+    srv_spawn(&sim, "sim",
+              ARGS("--objects", "3", "--churn", "0", "--token-auth-file", tokens,
+                   "--authorization-rules", rules),
+              NULL);
     srv_spawn(&px, "proxy",
-              ARGS("--upstream", sim.url, "--resources", "pods", "--auth", "delegated",
-                   "--metrics-listen", "127.0.0.1:0"),
+              ARGS("--upstream", sim.url, "--token", "proxy-secret", "--resources", "pods",
+                   "--auth", "delegated", "--metrics-listen", "127.0.0.1:0"),
               NULL);
     srv_wait_ready(&px, 20000);
     /* no credentials, from the cache and forwarded */
@@ -89,7 +114,7 @@ Test(auth, delegated_fails_closed_when_upstream_cannot_review, .timeout = 120)
     get_with(px.url, "/api/v1/pods?watch=1", NULL, &r);
     expect(&r, 401, UNAUTHORIZED);
     http_resp_free(&r);
-    /* a token the upstream cannot review (this sim has no TokenReview API): 401, never allow */
+    /* a token the upstream will not review for kwp: 401, never allow */
     get_with(px.url, "/api/v1/pods", "some-token", &r);
     expect(&r, 401, UNAUTHORIZED);
     http_resp_free(&r);
@@ -131,6 +156,9 @@ Test(auth, delegated_fails_closed_when_upstream_cannot_review, .timeout = 120)
     http_resp_free(&r);
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
+    unlink(tokens);
+    unlink(rules);
+    rmdir(dir);
 }
 
 Test(auth, none_by_default_on_loopback, .timeout = 120)
