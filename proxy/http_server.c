@@ -13,13 +13,13 @@
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -32,24 +32,24 @@
 #include "proxy/log.h"
 #include "proxy/tls.h"
 
-#define HTTP_MAX_EXTRA_HEADERS 16 /* the passthrough copies up to 14 upstream headers */
+#define HTTP_MAX_EXTRA_HEADERS 16   /* the passthrough copies up to 14 upstream headers */
 #define HTTP_ACCEPT_BATCH 256       /* accepts per wake of the acceptor */
 #define HTTP_ACCEPT_FULL_WAIT_MS 50 /* at the connection limit: look again after this */
 #define HTTP_LISTEN_BACKLOG 4096    /* capped by net.core.somaxconn */
-#define HTTP_TRIM_CHECK_MS 1000 /* trim_after_burst: checked at least this often */
-#define HTTP_TRIM_BURST 64      /* ... after this many reply bodies were alive at once */
-#define HTTP_TRIM_RATIO 8       /* ... and all but 1/8 of them are done */
-#define HTTP_ROUND_NS 2000000LL /* http_resume_batched: a direct round's wakes, this long */
+#define HTTP_TRIM_CHECK_MS 1000     /* trim_after_burst: checked at least this often */
+#define HTTP_TRIM_BURST 64          /* ... after this many reply bodies were alive at once */
+#define HTTP_TRIM_RATIO 8           /* ... and all but 1/8 of them are done */
+#define HTTP_ROUND_NS 2000000LL     /* http_resume_batched: a direct round's wakes, this long */
 /* Batching pays when many watches share the events (measured, 100 writes/s: at 5,000
  * watches 10 ms rounds cut p99 from 1.08 s to 0.43 s; at 1,000 they change nothing; at 100
  * they only add delay, p50 6.1 ms vs 3.2 ms). With fewer requests in flight than this, every
  * wake goes out at once. (Wakes per interval are no signal: under saturation most watches
  * are busy writing, not suspended, so few wakes are asked for.) */
 #define HTTP_BATCH_MIN_ACTIVE 2048
-#define HTTP_FD_SLACK 64         /* descriptors besides connections: listen, epoll, curl, logs */
+#define HTTP_FD_SLACK 64        /* descriptors besides connections: listen, epoll, curl, logs */
 #define HTTP_POOL_HEADROOM 1536 /* pool left after a request: our reply's headers + writes */
-#define HTTP_POOL_PER_ITEM 64    /* pool bytes MHD spends per header or query pair */
-#define HTTP_STREAM_BLOCK_CHUNKED 16       /* MHD's block for a chunked stream: unused */
+#define HTTP_POOL_PER_ITEM 64   /* pool bytes MHD spends per header or query pair */
+#define HTTP_STREAM_BLOCK_CHUNKED 16        /* MHD's block for a chunked stream: unused */
 #define HTTP_STREAM_BLOCK_PLAIN (16 * 1024) /* a stream sent without chunking */
 
 /* Stream resumes gathered by http_resume_batched and issued together by the flusher. */
@@ -79,8 +79,8 @@ struct http_server {
     atomic_uint bodies_peak; /* most alive at once since the last trim */
     struct tls_certs *certs; /* https: the serving certificate, re-read when it changes */
     char *tls_trust;         /* --client-ca-file PEM, kept for the daemon's lifetime */
-    int listen_fd;       /* ours: the acceptor hands connections to MHD (-1 once closed) */
-    int wake_fd;         /* eventfd that stops the acceptor */
+    int listen_fd;           /* ours: the acceptor hands connections to MHD (-1 once closed) */
+    int wake_fd;             /* eventfd that stops the acceptor */
     pthread_t acceptor;
     bool acceptor_started;
     struct resume_batch rb;
@@ -101,16 +101,16 @@ struct http_hdr {
 struct http_req {
     struct http_server *srv;
     struct MHD_Connection *conn;
-    const char *method;          /* into strs */
-    const char *path;            /* into strs */
-    const char *uri;             /* into strs: the request target as sent (path?query) */
-    struct k8s_query_kv *query;  /* n_query pairs, into strs */
+    const char *method;         /* into strs */
+    const char *path;           /* into strs */
+    const char *uri;            /* into strs: the request target as sent (path?query) */
+    struct k8s_query_kv *query; /* n_query pairs, into strs */
     size_t n_query;
     bool query_overflow;
     bool body_too_large;
     bool replied;
     bool suspended;
-    bool chunked; /* HTTP/1.1 without "Connection: close": a stream goes out chunked */
+    bool chunked;     /* HTTP/1.1 without "Connection: close": a stream goes out chunked */
     size_t pool_need; /* pool bytes the request itself occupies (request_pool_bytes) */
     char *body;
     size_t body_len;
@@ -234,8 +234,7 @@ size_t http_server_query_slots(const char *raw)
     return slots > HTTP_MAX_QUERY ? HTTP_MAX_QUERY : slots;
 }
 
-size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap,
-                                bool *overflow)
+size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap, bool *overflow)
 {
     struct query_sink q = {pairs, cap, 0, false};
 
@@ -287,13 +286,11 @@ static enum MHD_Result add_item_size(void *cls, enum MHD_ValueKind kind, const c
  * The reply needs the rest (its headers; for a stream, its write buffer). A request that
  * leaves too little would make MHD close the connection without any answer.
  */
-static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method,
-                                 const char *url)
+static size_t request_pool_bytes(struct MHD_Connection *conn, const char *method, const char *url)
 {
     size_t bytes = strlen(method) + strlen(url) + sizeof(" HTTP/1.1\r\n\r\n");
 
-    MHD_get_connection_values(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, add_item_size,
-                              &bytes);
+    MHD_get_connection_values(conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, add_item_size, &bytes);
     return bytes;
 }
 
@@ -352,8 +349,8 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
     struct http_req *req;
     char *next;
 
-    req = xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen +
-                         tlen);
+    req =
+        xcalloc(1, sizeof(*req) + slots * sizeof(struct k8s_query_kv) + rlen + mlen + ulen + tlen);
     req->srv = srv;
     req->conn = conn;
     req->query = (struct k8s_query_kv *)(void *)req->strs;
@@ -401,9 +398,8 @@ static void req_free(struct http_req *req)
 /* ---- MHD callbacks ------------------------------------------------------------------- */
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **req_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **req_cls)
 {
     struct http_server *srv = cls;
     struct http_req *req = *req_cls;
@@ -461,8 +457,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     }
     if (req->query_overflow) {
         struct kstatus st;
-        kstatus_set(&st, 400, "BadRequest", "too many query parameters (limit %d)",
-                    HTTP_MAX_QUERY);
+        kstatus_set(&st, 400, "BadRequest", "too many query parameters (limit %d)", HTTP_MAX_QUERY);
         http_reply_status(req, &st);
         return MHD_YES;
     }
@@ -600,8 +595,8 @@ static unsigned nofile_connections(unsigned want)
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
         return want;
     }
-    allowed = rl.rlim_cur > 2 * HTTP_FD_SLACK ? (unsigned)(rl.rlim_cur - HTTP_FD_SLACK)
-                                              : HTTP_FD_SLACK;
+    allowed =
+        rl.rlim_cur > 2 * HTTP_FD_SLACK ? (unsigned)(rl.rlim_cur - HTTP_FD_SLACK) : HTTP_FD_SLACK;
     log_warn("http",
              "max_connections=%u wanted=%u nofile_soft=%llu nofile_hard=%llu msg=\"the open-file "
              "limit caps downstream connections (watches); raise the hard limit (ulimit -Hn, "
@@ -819,12 +814,12 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     struct http_server *srv;
     struct sockaddr_in sa;
     unsigned threads = opts->threads ? opts->threads : 1;
-    unsigned max_conn = opts->max_connections ? opts->max_connections
-                                              : HTTP_DEFAULT_MAX_CONNECTIONS;
+    unsigned max_conn =
+        opts->max_connections ? opts->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
     size_t pool = opts->conn_memory ? opts->conn_memory : HTTP_DEFAULT_CONN_MEMORY;
     char host[64];
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 
     if (parse_listen(opts->listen, &sa, err, err_len) != 0) {
         return NULL;
@@ -1082,7 +1077,8 @@ void http_req_set_send_buffer(struct http_req *req, int bytes)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
-    if (ci != NULL && setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0) {
+    if (ci != NULL &&
+        setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0) {
         log_debug("http", "msg=\"SO_SNDBUF: %s\"", strerror(errno));
     }
 }
@@ -1267,8 +1263,8 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
     queue(req, code, content_type, resp);
 }
 
-void http_reply_stream(struct http_req *req, int code, const char *content_type,
-                       http_stream_fn *fn, void *ctx)
+void http_reply_stream(struct http_req *req, int code, const char *content_type, http_stream_fn *fn,
+                       void *ctx)
 {
     struct MHD_Response *resp;
 
@@ -1277,10 +1273,9 @@ void http_reply_stream(struct http_req *req, int code, const char *content_type,
     /* A chunked stream is read straight into the connection's write buffer (its pool), so
      * the response's own block is never used: keep it minimal, it lives as long as the
      * watch. Without chunking (HTTP/1.0, Connection: close) MHD reads into that block. */
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN,
-                                             req->chunked ? HTTP_STREAM_BLOCK_CHUNKED
-                                                          : HTTP_STREAM_BLOCK_PLAIN,
-                                             stream_reader, req, NULL);
+    resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, req->chunked ? HTTP_STREAM_BLOCK_CHUNKED : HTTP_STREAM_BLOCK_PLAIN,
+        stream_reader, req, NULL);
     queue(req, code, content_type, resp);
 }
 

@@ -40,16 +40,16 @@ typedef ssize_t http_stream_fn(void *ctx, char *buf, size_t max);
 typedef void http_state_free_fn(void *state);
 
 struct http_server_opts {
-    const char *listen;        /* "HOST:PORT", port 0 allowed */
-    unsigned threads;          /* MHD epoll worker threads (0 = 1) */
-    unsigned max_connections;  /* MHD_OPTION_CONNECTION_LIMIT */
-    size_t conn_memory;        /* per-connection pool bytes (headers + write buffer) */
-    size_t max_body;           /* request bodies above this get 413 */
+    const char *listen;         /* "HOST:PORT", port 0 allowed */
+    unsigned threads;           /* MHD epoll worker threads (0 = 1) */
+    unsigned max_connections;   /* MHD_OPTION_CONNECTION_LIMIT */
+    size_t conn_memory;         /* per-connection pool bytes (headers + write buffer) */
+    size_t max_body;            /* request bodies above this get 413 */
     int64_t resume_interval_ms; /* http_resume_batched: at most one batch per interval
                                    (0 = each batch at once) */
-    const char *tls_cert_file; /* PEM certificate: serve https (with tls_key_file); both files
-                                  are re-read when they change (new handshakes only) */
-    const char *tls_key_file;  /* PEM private key */
+    const char *tls_cert_file;  /* PEM certificate: serve https (with tls_key_file); both files
+                                   are re-read when they change (new handshakes only) */
+    const char *tls_key_file;   /* PEM private key */
     const char *client_ca_file; /* PEM CAs: request client certificates and verify them */
 };
 
@@ -163,8 +163,7 @@ size_t http_server_query_slots(const char *raw);
  * Returns how many were stored; *<overflow> says the query held more pairs than <cap> (the
  * request is then refused). Any thread.
  */
-size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap,
-                                bool *overflow);
+size_t http_server_query_decode(char *raw, struct k8s_query_kv *pairs, size_t cap, bool *overflow);
 
 /*
  * True when the header value <value> (NULL: no header) lists <token> as one of its
@@ -191,8 +190,8 @@ void http_reply_iov(struct http_req *req, int code, const char *content_type,
                     const struct iovec *iov, size_t n, void (*done)(void *ctx), void *ctx);
 
 /* A streamed (chunked) body. <fn> runs on MHD threads. */
-void http_reply_stream(struct http_req *req, int code, const char *content_type,
-                       http_stream_fn *fn, void *ctx);
+void http_reply_stream(struct http_req *req, int code, const char *content_type, http_stream_fn *fn,
+                       void *ctx);
 
 /* Suspends the request inside the handle function (the handler is called again on resume). */
 void http_suspend(struct http_req *req);
