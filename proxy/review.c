@@ -507,6 +507,9 @@ int review_sar_decode(const void *data, size_t len, enum review_decision *d, cha
         return -EPROTO;
     }
     *d = (enum review_decision)(p[0] - '0');
-    *reason = xstrndup(p + 1, len - 1);
+    /* the cached bytes are not NUL-terminated: copy exactly len - 1 of them */
+    *reason = xmalloc(len);
+    memcpy(*reason, p + 1, len - 1);
+    (*reason)[len - 1] = '\0';
     return 0;
 }
