@@ -203,7 +203,7 @@ Test(reqinfo, non_api_request_info_table)
     }
 }
 
-/* ---- GET rows: a URL, the name and the verb it gets (NULL = not checked) ------------- */
+/* ---- GET rows: a URL, the name and the verb it yields (NULL = not checked) ------------- */
 
 struct get_row {
     const char *url, *name, *verb;
