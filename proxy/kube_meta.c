@@ -25,6 +25,23 @@
 #include "cache/bug.h"
 #include "proxy/kube_json.h"
 
+const char *const kube_meta_member_order[] = {"name",
+                                              "generateName",
+                                              "namespace",
+                                              "selfLink",
+                                              "uid",
+                                              "resourceVersion",
+                                              "generation",
+                                              "creationTimestamp",
+                                              "deletionTimestamp",
+                                              "deletionGracePeriodSeconds",
+                                              "labels",
+                                              "annotations",
+                                              "ownerReferences",
+                                              "finalizers",
+                                              "managedFields",
+                                              NULL};
+
 /* Two-pass string arena: with base == NULL it only counts. */
 struct arena {
     char *base;

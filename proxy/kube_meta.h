@@ -14,6 +14,13 @@
 #define KUBE_META_MAX_PATH 256 /* bytes of one field-path segment */
 
 /*
+ * metav1.ObjectMeta's JSON members in struct order (the order Go's encoder writes them),
+ * NULL-terminated: the simulator writes metadata in it, the PartialObjectMetadata transform
+ * re-encodes a custom resource's metadata in it.
+ */
+extern const char *const kube_meta_member_order[];
+
+/*
  * Everything blob_new needs, extracted from one object. Strings point into <arena>, owned by
  * this struct; release with kube_meta_fini.
  */

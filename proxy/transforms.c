@@ -17,6 +17,7 @@
 #include "cache/gotext.h"
 #include "proxy/apires.h"
 #include "proxy/kube_json.h"
+#include "proxy/kube_meta.h"
 #include "proxy/negotiate.h"
 #include "proxy/printers.h"
 
@@ -195,22 +196,7 @@ static void meta_reorder_array(const char *v, size_t n, const char *const *order
  */
 static void meta_reorder(const char *m, size_t n, const char *rv_override, struct sbuf *sb)
 {
-    static const char *const order[] = {"name",
-                                        "generateName",
-                                        "namespace",
-                                        "selfLink",
-                                        "uid",
-                                        "resourceVersion",
-                                        "generation",
-                                        "creationTimestamp",
-                                        "deletionTimestamp",
-                                        "deletionGracePeriodSeconds",
-                                        "labels",
-                                        "annotations",
-                                        "ownerReferences",
-                                        "finalizers",
-                                        "managedFields",
-                                        NULL};
+    const char *const *order = kube_meta_member_order;
     bool first = true;
 
     sbuf_put(sb, "{", 1);

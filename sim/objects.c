@@ -24,6 +24,7 @@
 
 #include "cache/bug.h"
 #include "proxy/apires.h"
+#include "proxy/kube_meta.h"
 #include "sim/defaults.h"
 #include "sim/proto.h"
 #include "sim/tree.h"
@@ -55,22 +56,6 @@ static void order_members(cJSON *obj, const char *const *keys)
 }
 
 static const char *const top_order[] = {"kind", "apiVersion", "metadata", NULL};
-static const char *const meta_order[] = {"name",
-                                         "generateName",
-                                         "namespace",
-                                         "selfLink",
-                                         "uid",
-                                         "resourceVersion",
-                                         "generation",
-                                         "creationTimestamp",
-                                         "deletionTimestamp",
-                                         "deletionGracePeriodSeconds",
-                                         "labels",
-                                         "annotations",
-                                         "ownerReferences",
-                                         "finalizers",
-                                         "managedFields",
-                                         NULL};
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t err_len, int rc,
                                                       const char *fmt, ...)
@@ -416,7 +401,7 @@ int objects_prepare_create(cJSON *obj, const char *resource, const char *ns,
     if (workload && proto_order(obj)) {
         return 0; /* defaulted and in Go's order */
     }
-    order_members(meta, meta_order);
+    order_members(meta, kube_meta_member_order);
     order_members(obj, top_order);
     return 0;
 }
@@ -527,7 +512,7 @@ int objects_prepare_update(cJSON *new_obj, const cJSON *old_obj, const char *res
     if (strcmp(tree_str(new_obj, "kind"), "Secret") == 0) {
         fold_string_data(new_obj);
     }
-    order_members(meta, meta_order);
+    order_members(meta, kube_meta_member_order);
     order_members(new_obj, top_order);
     return 0;
 }
