@@ -4,11 +4,15 @@
  * Per resource a state machine (struct rsync): IDLE until <due_ms>, then one transfer, LISTING
  * (one page; pages chain) or WATCHING (one stream). When it ends, rsync_done picks the next
  * step: more pages -> next page now; last page -> resource_replace, WATCH from the list RV;
- * list failure -> LIST again after backoff; clean end -> WATCH from the last RV now; broken
- * stream, non-200, ERROR other than 410 -> WATCH after backoff; 410, malformed or over-long
- * line, RV going backwards -> unready and relist (at once, then with backoff while failures
- * repeat). Backoff doubles from backoff_min to backoff_max with jitter; a watch that stayed
- * open backoff_reset_ms forgets the failures (client-go's DelayWithReset).
+ * list failure -> LIST again after backoff; a watch that was established (200) and then ends,
+ * cleanly or cut mid-stream -> WATCH from the last RV now, as client-go's reflector does (it
+ * counts a failure only when the watch lasted under a second with no event); non-200, refused,
+ * ERROR other than 410 -> WATCH after backoff; 410 -> relist now, at most one relist start per
+ * second (kube-apiserver's cacher restarts its list-and-watch within a second); malformed or
+ * over-long line, RV going backwards -> unready and relist (at once, then with backoff while
+ * failures repeat). Backoff doubles from backoff_min to backoff_max with jitter; a
+ * Retry-After on the answer (429, 503) sets the delay instead. A watch that stayed open
+ * backoff_reset_ms forgets the failures (client-go's DelayWithReset).
  *
  * Every request takes its credentials from upstream_begin and hands its outcome to
  * upstream_done (a 401 makes an exec credential stale, so the next request of any resource
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -48,15 +53,18 @@
 #define REFLECTOR_WATCH_GRACE_MS 60000 /* open this long past timeoutSeconds: wedged */
 #define REFLECTOR_LIST_STALL_S 120L    /* a LIST receiving nothing this long is abandoned */
 #define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
-#define REFLECTOR_FAILS_MAX 64 /* failure count saturates (the delay is capped long before) */
-#define REFLECTOR_LOG_MS 5000  /* one failure record per resource per interval */
+#define REFLECTOR_FAILS_MAX 64       /* failure count saturates (the delay is capped long before) */
+#define REFLECTOR_LOG_MS 1000        /* one re-watch record per resource per interval */
+#define REFLECTOR_RELIST_GAP_MS 1000 /* 410 relists of one resource start this far apart */
+#define REFLECTOR_RETRY_AFTER_MAX_S 600 /* a longer Retry-After is taken as this */
 
 enum rsync_state { RSYNC_IDLE = 0, RSYNC_LISTING, RSYNC_WATCHING };
 
 /* What the running transfer's callbacks decided; acted upon when it ends. */
 enum rsync_verdict {
     VERDICT_NONE = 0, /* decide from the curl result and the HTTP status */
-    VERDICT_RELIST,   /* 410 or bad upstream data: already logged */
+    VERDICT_EXPIRED,  /* a 410 ERROR event: already logged */
+    VERDICT_RELIST,   /* bad upstream data: already logged */
     VERDICT_BACKOFF,  /* retry the same step after backoff: already logged */
 };
 
@@ -71,9 +79,11 @@ struct rsync {
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
     int64_t due_ms;
-    unsigned fails; /* consecutive failures, for backoff */
-    bool synced;    /* the first list completed */
-    long http_code; /* of the running transfer, once its headers are in */
+    unsigned fails;         /* consecutive failures, for backoff */
+    int64_t list_start_ms;  /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t retry_after_ms; /* Retry-After of the running transfer's answer; 0 = none */
+    bool synced;            /* the first list completed */
+    long http_code;         /* of the running transfer, once its headers are in */
     enum rsync_verdict verdict;
     struct sbuf body; /* LIST page body (max_list_bytes), or a non-200 body (capped) */
     /* LIST in progress */
@@ -261,22 +271,34 @@ static void status_message(const char *body, size_t len, char *out, size_t cap)
 
 /* ---- next steps ---------------------------------------------------------------------------- */
 
-/* Relists <s>: the cache goes unready until the list completes (as the cacher's Pending). */
-static void rsync_relist(struct rsync *s, int64_t now)
+/*
+ * Relists <s>: the cache goes unready until the list completes (as the cacher's Pending).
+ * <expired> (a 410: upstream compacted past our RV, nothing is wrong with it) relists now,
+ * REFLECTOR_RELIST_GAP_MS after the previous list at the earliest, without counting a failure;
+ * bad upstream data counts one and backs off while it repeats.
+ */
+static void rsync_relist(struct rsync *s, int64_t now, bool expired)
 {
     int64_t delay;
 
-    s->fails += s->fails < REFLECTOR_FAILS_MAX;
-    delay = s->fails <= 1 ? 0 : backoff_ms(s->r, s->fails - 1);
+    if (expired) {
+        int64_t next = s->list_start_ms + REFLECTOR_RELIST_GAP_MS;
+
+        delay = s->list_start_ms != 0 && next > now ? next - now : 0;
+    } else {
+        s->fails += s->fails < REFLECTOR_FAILS_MAX;
+        delay = s->fails <= 1 ? 0 : backoff_ms(s->r, s->fails - 1);
+    }
     resource_set_unready(s->ar->res, now);
     items_drop(s);
     rsync_schedule(s, false, now + delay);
 }
 
 /*
- * Retries the same step (<watch> or LIST from page 1) after backoff, counting an upstream
- * error; logs "<what> failed" with <code> and the quoted <detail> unless <what> is NULL (the
- * callback already logged).
+ * Retries the same step (<watch> or LIST from page 1) after backoff, or after the answer's
+ * Retry-After when it had one (client-go's rest client waits exactly that long), counting an
+ * upstream error; logs "<what> failed" with <code> and the quoted <detail> unless <what> is
+ * NULL (the callback already logged). Every failure is logged: the backoff bounds their rate.
  */
 static void rsync_retry(struct rsync *s, bool watch, int64_t now, const char *what, int code,
                         const char *detail)
@@ -284,14 +306,16 @@ static void rsync_retry(struct rsync *s, bool watch, int64_t now, const char *wh
     int64_t delay;
 
     s->fails += s->fails < REFLECTOR_FAILS_MAX;
-    delay = backoff_ms(s->r, s->fails);
+    delay = s->retry_after_ms > 0 ? s->retry_after_ms : backoff_ms(s->r, s->fails);
     atomic_fetch_add(&s->ar->ctr.up_errors, 1);
     if (!watch) {
         items_drop(s);
     }
     if (what != NULL) {
-        RSYNC_WARN(s, "code=%d delay_ms=%lld err=%s msg=\"%s failed, backing off\"", code,
-                   (long long)delay, detail, what);
+        log_warn("reflector",
+                 "resource=%s rv=%s code=%d delay_ms=%lld%s err=%s msg=\"%s failed, backing off\"",
+                 rsync_name(s), s->rv_str, code, (long long)delay,
+                 s->retry_after_ms > 0 ? " retry_after=true" : "", detail, what);
     }
     rsync_schedule(s, watch, now + delay);
 }
@@ -302,7 +326,8 @@ static void rsync_retry(struct rsync *s, bool watch, int64_t now, const char *wh
 static int watch_bad(struct rsync *s, const char *why)
 {
     atomic_fetch_add(&s->ar->ctr.up_errors, 1);
-    RSYNC_WARN(s, "err=\"%s\" msg=\"bad watch data, relisting\"", why);
+    log_warn("reflector", "resource=%s rv=%s err=\"%s\" msg=\"bad watch data, relisting\"",
+             rsync_name(s), s->rv_str, why);
     s->verdict = VERDICT_RELIST;
     return -EPROTO;
 }
@@ -391,10 +416,12 @@ static int watch_error(struct rsync *s, const char *obj, size_t len)
         (reason != NULL && (!strcmp(reason, "Expired") || !strcmp(reason, "Gone")))) {
         log_warn("reflector", "resource=%s rv=%s code=%ld err=%s msg=\"watch expired, relisting\"",
                  rsync_name(s), s->rv_str, code, msg);
-        s->verdict = VERDICT_RELIST;
+        s->verdict = VERDICT_EXPIRED;
     } else {
-        RSYNC_WARN(s, "code=%ld err=%s msg=\"watch error event, re-watching after backoff\"", code,
-                   msg);
+        log_warn("reflector",
+                 "resource=%s rv=%s code=%ld err=%s msg=\"watch error event, re-watching after "
+                 "backoff\"",
+                 rsync_name(s), s->rv_str, code, msg);
         s->verdict = VERDICT_BACKOFF;
     }
     free(reason);
@@ -465,12 +492,42 @@ static int watch_feed(struct rsync *s, const char *p, size_t n)
 
 /* ---- curl callbacks ------------------------------------------------------------------------ */
 
+/*
+ * A Retry-After header value (after the colon, not NUL-terminated) in ms: delay-seconds as
+ * kube-apiserver sends them (client-go's checkWait reads only that form); an HTTP-date or
+ * anything else is 0 (our own backoff then). Capped at REFLECTOR_RETRY_AFTER_MAX_S.
+ */
+static int64_t retry_after_ms(const char *v, size_t n)
+{
+    int64_t secs = 0;
+    size_t i = 0, digits = 0;
+
+    while (i < n && (v[i] == ' ' || v[i] == '\t')) {
+        i++;
+    }
+    for (; i < n && v[i] >= '0' && v[i] <= '9'; i++, digits++) {
+        if (secs < REFLECTOR_RETRY_AFTER_MAX_S) {
+            secs = secs * 10 + (v[i] - '0');
+        }
+    }
+    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == '\r' || v[i] == '\n')) {
+        i++;
+    }
+    if (digits == 0 || i != n) {
+        return 0;
+    }
+    return (secs < REFLECTOR_RETRY_AFTER_MAX_S ? secs : REFLECTOR_RETRY_AFTER_MAX_S) * 1000;
+}
+
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     struct rsync *s = ud;
     size_t n = size * nmemb;
     long code = 0;
 
+    if (n > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+        s->retry_after_ms = retry_after_ms(p + 12, n - 12);
+    }
     /* The blank line ending a header block; 1xx blocks are followed by the real one. */
     if (n <= 2 && n > 0 && (p[0] == '\r' || p[0] == '\n')) {
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -579,7 +636,11 @@ static int rsync_start(struct rsync *s, int64_t now)
         curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_TIME, REFLECTOR_LIST_STALL_S);
     }
     s->http_code = 0;
+    s->retry_after_ms = 0;
     s->verdict = VERDICT_NONE;
+    if (!s->next_is_watch && s->cont == NULL) {
+        s->list_start_ms = now;
+    }
     sbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
     if (curl_multi_add_handle(r->multi, s->easy) != CURLM_OK) {
         rc = -ENOMEM;
@@ -727,11 +788,12 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
 static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
 {
     char msg[512];
+    bool established;
 
     atomic_store(&s->ar->ctr.up_watch_open, 0);
     sbuf_clear(&s->line, REFLECTOR_LINE_KEEP);
-    if (s->verdict == VERDICT_RELIST) {
-        rsync_relist(s, now);
+    if (s->verdict == VERDICT_RELIST || s->verdict == VERDICT_EXPIRED) {
+        rsync_relist(s, now, s->verdict == VERDICT_EXPIRED);
         return;
     }
     if (s->verdict == VERDICT_BACKOFF) {
@@ -742,21 +804,36 @@ static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
         status_message(s->body.p, s->body.len, msg, sizeof(msg));
         log_warn("reflector", "resource=%s rv=%s code=410 err=%s msg=\"watch expired, relisting\"",
                  rsync_name(s), s->rv_str, msg);
-        rsync_relist(s, now);
+        rsync_relist(s, now, true);
         return;
     }
-    if (cc != CURLE_OK || s->http_code != 200) {
+    established = s->watch_open_ms != 0 && s->http_code == 200;
+    if (!established) {
+        /* refused, reset before the answer, non-200: the server is in trouble, back off */
         transfer_error(s, cc, msg, sizeof(msg));
         rsync_retry(s, true, now, "watch", (int)s->http_code, msg);
         return;
     }
     if (s->watch_events == 0 && now - s->watch_start_ms < REFLECTOR_SHORT_WATCH_MS) {
         /* client-go's VeryShortWatchError: re-watching at once would spin. */
-        rsync_retry(s, true, now, "watch", 200, "\"closed at once with no event\"");
+        if (cc != CURLE_OK) {
+            transfer_error(s, cc, msg, sizeof(msg));
+        } else {
+            snprintf(msg, sizeof(msg), "\"closed at once with no event\"");
+        }
+        rsync_retry(s, true, now, "watch", 200, msg);
         return;
     }
-    log_debug("reflector", "resource=%s rv=%s events=%llu msg=\"watch closed, re-watching\"",
-              rsync_name(s), s->rv_str, (unsigned long long)s->watch_events);
+    /* An established watch that ended: what it delivered is applied; go on from there now. */
+    s->fails = 0;
+    if (cc != CURLE_OK) {
+        transfer_error(s, cc, msg, sizeof(msg));
+        RSYNC_WARN(s, "events=%llu err=%s msg=\"watch stream broken, re-watching\"",
+                   (unsigned long long)s->watch_events, msg);
+    } else {
+        log_debug("reflector", "resource=%s rv=%s events=%llu msg=\"watch closed, re-watching\"",
+                  rsync_name(s), s->rv_str, (unsigned long long)s->watch_events);
+    }
     rsync_schedule(s, true, now);
 }
 

@@ -3,8 +3,9 @@
  *
  * For each added resource: a paginated LIST (rv unset: a consistent read) replaces the cache
  * at the list RV, then a WATCH from that RV applies each event to the cache, the upstream
- * bytes copied once into a blob (never re-encoded). A stream that ends normally is re-watched
- * from the last RV; a broken one after a backoff; a 410 or malformed data relists, which ends
+ * bytes copied once into a blob (never re-encoded). An established stream that ends, cleanly
+ * or cut, is re-watched from the last RV at once; a watch refused or answered non-200 after a
+ * backoff (or the answer's Retry-After); a 410 or malformed data relists, which ends
  * every downstream watch and resets the history (SEMANTICS 2.12), as kube-apiserver's cacher.
  *
  * Threads: one reflector thread drives one libcurl multi handle for ALL resources and is the

@@ -25,6 +25,7 @@
 #include "cache/blob.h"
 #include "cache/resource.h"
 #include "proxy/apires.h"
+#include "proxy/log.h"
 #include "proxy/reflector.h"
 #include "proxy/upstream.h"
 
@@ -49,11 +50,13 @@ struct fake_req {
     char timeout[32];
     char bookmarks[16];
     char accept[128];
+    int64_t at_ms; /* CLOCK_MONOTONIC when it arrived */
 };
 
 struct fake_action {
-    char *data; /* NULL = end the stream cleanly */
+    char *data; /* NULL = end the stream: cleanly, or cut (no terminal chunk) with <cut> */
     size_t len;
+    bool cut;
 };
 
 struct fake;
@@ -84,8 +87,10 @@ struct fake {
     size_t n_streams;
     struct fake_list lists[FAKE_MAX_PATHS];
     size_t n_lists;
-    int watch_code; /* one-shot: answer the next watch with this status */
-    int list_code;  /* one-shot: answer the next list with this status */
+    int watch_code;   /* one-shot: answer the next watch with this status */
+    int watch_code_n; /* ... and as many after it */
+    int list_code;    /* one-shot: answer the next list with this status */
+    int retry_after;  /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
     bool stopping;
 };
 
@@ -114,7 +119,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             size_t k;
 
             if (a->data == NULL) {
-                n = MHD_CONTENT_READER_END_OF_STREAM;
+                n = a->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
                 break;
             }
             k = a->len - st->off < max ? a->len - st->off : max;
@@ -141,13 +146,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-static enum MHD_Result fake_reply(struct MHD_Connection *c, unsigned code, const char *body)
+static enum MHD_Result fake_reply(struct MHD_Connection *c, unsigned code, const char *body,
+                                  int retry_after)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     enum MHD_Result ret;
+    char ra[16];
 
     MHD_add_response_header(r, "Content-Type", "application/json");
+    if (retry_after > 0) {
+        snprintf(ra, sizeof(ra), "%d", retry_after);
+        MHD_add_response_header(r, "Retry-After", ra);
+    }
     ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
@@ -176,7 +187,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     struct fake_stream *st = NULL;
     const char *page = NULL;
     const char *v;
-    int code = 0;
+    int code = 0, retry_after = 0;
 
     (void)method, (void)version, (void)upload_data, (void)upload_data_size, (void)req_cls;
     pthread_mutex_lock(&f->mu);
@@ -184,6 +195,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     q = &f->reqs[f->n_reqs];
     memset(q, 0, sizeof(*q));
     q->stream = -1;
+    q->at_ms = clock_mono_ms();
     snprintf(q->path, sizeof(q->path), "%s", url);
     q->watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch") != NULL;
     q->has_rv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion") != NULL;
@@ -196,7 +208,12 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     snprintf(q->accept, sizeof(q->accept), "%s", v != NULL ? v : "");
     if (q->watch && f->watch_code != 0) {
         code = f->watch_code;
-        f->watch_code = 0;
+        if (f->watch_code_n > 0) {
+            f->watch_code_n--;
+        } else {
+            f->watch_code = 0;
+        }
+        retry_after = f->retry_after;
     } else if (q->watch) {
         cr_assert_lt(f->n_streams, FAKE_MAX_STREAMS);
         q->stream = (int)f->n_streams;
@@ -205,6 +222,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     } else if (f->list_code != 0) {
         code = f->list_code;
         f->list_code = 0;
+        retry_after = f->retry_after;
     } else {
         code = 404;
         for (size_t i = 0; i < f->n_lists; i++) {
@@ -220,7 +238,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
     f->n_reqs++;
     pthread_cond_broadcast(&f->cv);
     if (page != NULL) {
-        enum MHD_Result ret = fake_reply(c, 200, page);
+        enum MHD_Result ret = fake_reply(c, 200, page, 0);
 
         pthread_mutex_unlock(&f->mu);
         return ret;
@@ -236,7 +254,7 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         MHD_destroy_response(r);
         return ret;
     }
-    return fake_reply(c, (unsigned)code, status_body(code));
+    return fake_reply(c, (unsigned)code, status_body(code), retry_after);
 }
 
 static void fake_start(struct fake *f)
@@ -336,10 +354,37 @@ static void fake_end(struct fake *f, int stream)
     fake_push_raw(f, stream, NULL, 0);
 }
 
+/* Cuts <stream> after what was pushed: the connection closes without the terminal chunk. */
+static void fake_cut(struct fake *f, int stream)
+{
+    pthread_mutex_lock(&f->mu);
+    cr_assert_lt((size_t)stream, f->n_streams);
+    cr_assert_lt(f->streams[stream].n_act, FAKE_MAX_ACTIONS);
+    f->streams[stream].act[f->streams[stream].n_act++] = (struct fake_action){NULL, 0, true};
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_set_retry_after(struct fake *f, int seconds)
+{
+    pthread_mutex_lock(&f->mu);
+    f->retry_after = seconds;
+    pthread_mutex_unlock(&f->mu);
+}
+
 static void fake_set_watch_code(struct fake *f, int code)
 {
     pthread_mutex_lock(&f->mu);
     f->watch_code = code;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Answers the next <n> watches with <code>. */
+static void fake_set_watch_codes(struct fake *f, int code, int n)
+{
+    pthread_mutex_lock(&f->mu);
+    f->watch_code = code;
+    f->watch_code_n = n - 1;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -361,21 +406,21 @@ static void deadline_in(struct timespec *ts, int ms)
     }
 }
 
-/* Waits for the <nth> (0-based) watch request on <path>; returns a copy of it. */
-static struct fake_req fake_wait_watch(struct fake *f, const char *path, size_t nth)
+/* Waits up to <ms> for the <nth> (0-based) watch request on <path>; a copy in *out. */
+static bool fake_watch_within(struct fake *f, const char *path, size_t nth, int ms,
+                              struct fake_req *out)
 {
     struct timespec ts;
-    struct fake_req out;
     bool found = false;
 
-    deadline_in(&ts, WAIT_MS);
+    deadline_in(&ts, ms);
     pthread_mutex_lock(&f->mu);
     for (;;) {
         size_t k = 0;
 
         for (size_t i = 0; i < f->n_reqs && !found; i++) {
             if (f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 && k++ == nth) {
-                out = f->reqs[i];
+                *out = f->reqs[i];
                 found = true;
             }
         }
@@ -384,7 +429,16 @@ static struct fake_req fake_wait_watch(struct fake *f, const char *path, size_t 
         }
     }
     pthread_mutex_unlock(&f->mu);
-    cr_assert(found, "watch request #%zu on %s never came", nth, path);
+    return found;
+}
+
+/* Waits for the <nth> (0-based) watch request on <path>; returns a copy of it. */
+static struct fake_req fake_wait_watch(struct fake *f, const char *path, size_t nth)
+{
+    struct fake_req out;
+
+    cr_assert(fake_watch_within(f, path, nth, WAIT_MS, &out), "watch request #%zu on %s never came",
+              nth, path);
     return out;
 }
 
@@ -399,6 +453,23 @@ static size_t fake_lists(struct fake *f, const char *path)
     }
     pthread_mutex_unlock(&f->mu);
     return n;
+}
+
+/* When the <nth> (0-based) first-page LIST on <path> arrived; -1 if it has not. */
+static int64_t fake_list_at(struct fake *f, const char *path, size_t nth)
+{
+    int64_t at = -1;
+    size_t k = 0;
+
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n_reqs && at < 0; i++) {
+        if (!f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 && f->reqs[i].cont[0] == 0 &&
+            k++ == nth) {
+            at = f->reqs[i].at_ms;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return at;
 }
 
 static struct fake_req fake_req_at(struct fake *f, size_t i)
@@ -539,16 +610,21 @@ static void h_stop(struct harness *h)
 }
 
 /* Starts with the three-page list served and waits for the sync and the first watch. */
-static void h_synced(struct harness *h)
+static void h_synced_opts(struct harness *h, const struct reflector_opts *o)
 {
-    struct reflector_opts o = test_opts();
-
-    h_start(h, &o, false);
+    h_start(h, o, false);
     serve_three_pages(&h->f);
     reflector_add(h->r, h->pods);
     cr_assert_eq(resource_wait_fresh(h->pods->res, 100, WAIT_MS, NULL), 0);
     WAIT_FOR(reflector_all_synced(h->r)); /* counted just after the cache is replaced */
     cr_assert_eq(fake_wait_watch(&h->f, PODS, 0).stream, 0);
+}
+
+static void h_synced(struct harness *h)
+{
+    struct reflector_opts o = test_opts();
+
+    h_synced_opts(h, &o);
 }
 
 static char *event_line(const char *type, const char *obj)
@@ -957,6 +1033,114 @@ Test(reflector, http_error_on_watch_backs_off_and_rewatches, .timeout = 30)
     cr_expect_str_eq(fake_wait_watch(&h.f, PODS, 2).rv, "101");
     cr_expect_eq(fake_lists(&h.f, PODS), 1);
     cr_expect_eq(atomic_load(&h.pods->ctr.up_errors), 1);
+    h_stop(&h);
+}
+
+/*
+ * Stream cuts (found by a real client): an established watch that breaks mid-stream is
+ * re-watched from its last RV at once, as client-go's reflector does, not after a backoff;
+ * the backoff here is 5-10 s, so a re-watch within 2 s can only be the prompt one. A watch cut
+ * under a second after it opened with no event still backs off (it would spin otherwise).
+ */
+Test(reflector, cut_established_watch_rewatches_at_once, .timeout = 40)
+{
+    struct harness h;
+    struct reflector_opts o = test_opts();
+    struct fake_req q;
+    char e[256], st[256];
+
+    o.backoff_min_ms = 5000;
+    o.backoff_max_ms = 10000;
+    h_synced_opts(&h, &o);
+    for (int cut = 0; cut < 3; cut++) { /* cuts in a row: each re-watch is as prompt */
+        char rv[16];
+
+        snprintf(rv, sizeof(rv), "%d", 101 + cut);
+        pod_pair("f", rv, "", e, st, 256);
+        push_event(&h, cut, cut == 0 ? "ADDED" : "MODIFIED", e);
+        cr_assert_eq(resource_wait_fresh(h.pods->res, (uint64_t)(101 + cut), WAIT_MS, NULL), 0);
+        fake_cut(&h.f, cut);
+        cr_assert(fake_watch_within(&h.f, PODS, (size_t)cut + 1, 2000, &q),
+                  "no re-watch within 2 s of cut %d", cut);
+        cr_expect_str_eq(q.rv, rv);
+    }
+    cr_expect_eq(fake_lists(&h.f, PODS), 1, "a cut stream must not relist");
+    cr_expect(resource_is_ready(h.pods->res, NULL));
+    /* Opened, then cut at once with nothing delivered: that is a failure, backed off. */
+    fake_cut(&h.f, 3);
+    cr_expect(!fake_watch_within(&h.f, PODS, 4, 2000, &q), "a very short watch must back off");
+    h_stop(&h);
+}
+
+/*
+ * After a 410 the relist starts at once even when failures came before it (kube-apiserver's
+ * cacher restarts within a second; kwp used to back off 9-12 s here), and a 410 right after a
+ * relist waits only for the one-second gap between relist starts.
+ */
+Test(reflector, relist_after_410_is_prompt_and_paced, .timeout = 40)
+{
+    struct harness h;
+    struct reflector_opts o = test_opts();
+    struct fake_req q;
+    int64_t l1, l2;
+
+    o.backoff_min_ms = 1500;
+    o.backoff_max_ms = 3000;
+    h_synced_opts(&h, &o);
+    fake_set_watch_code(&h.f, 500); /* one failure: the next watch is answered 500 */
+    fake_end(&h.f, 0);
+    cr_assert(fake_watch_within(&h.f, PODS, 1, WAIT_MS, &q));
+    cr_assert_eq(q.stream, -1, "the 500 answer");
+    fake_set_watch_codes(&h.f, 410, 2); /* the retry after backoff gets a 410, and the next */
+    q = fake_wait_watch(&h.f, PODS, 2);
+    cr_assert_eq(q.stream, -1, "the 410 answer");
+    WAIT_FOR(fake_lists(&h.f, PODS) == 2);
+    l1 = fake_list_at(&h.f, PODS, 1);
+    cr_expect_lt(l1 - q.at_ms, 1000, "relist %lld ms after the 410", (long long)(l1 - q.at_ms));
+    /* The watch after that relist is answered 410 too: the next relist keeps the gap. */
+    WAIT_FOR(fake_lists(&h.f, PODS) == 3);
+    l2 = fake_list_at(&h.f, PODS, 2);
+    /* times are of arrival at the fake: a few ms after the reflector's send */
+    cr_expect_geq(l2 - l1, 900, "relists %lld ms apart", (long long)(l2 - l1));
+    cr_expect_lt(l2 - l1, 2500, "relists %lld ms apart", (long long)(l2 - l1));
+    h_stop(&h);
+}
+
+/* 429 and 503 with Retry-After: the retry comes after exactly that, not after the backoff
+ * (here 5-10 s). */
+Test(reflector, retry_after_is_honoured_on_watch_and_list, .timeout = 40)
+{
+    struct harness h;
+    struct reflector_opts o = test_opts();
+    struct fake_req q, q2;
+    int64_t l0, l1;
+
+    o.backoff_min_ms = 5000;
+    o.backoff_max_ms = 10000;
+    h_synced_opts(&h, &o);
+    fake_set_retry_after(&h.f, 1);
+    fake_set_watch_code(&h.f, 429);
+    push_event(&h, 0, "BOOKMARK", "{\"metadata\":{\"resourceVersion\":\"100\"}}");
+    fake_end(&h.f, 0); /* an established watch with an event: re-watched at once, answered 429 */
+    q = fake_wait_watch(&h.f, PODS, 1);
+    cr_assert_eq(q.stream, -1, "the 429 answer");
+    cr_assert(fake_watch_within(&h.f, PODS, 2, 4000, &q2), "no retry within 4 s");
+    cr_expect_geq(q2.at_ms - q.at_ms, 950, "retried %lld ms after Retry-After: 1",
+                  (long long)(q2.at_ms - q.at_ms));
+    cr_expect_eq(atomic_load(&h.pods->ctr.up_errors), 1);
+    h_stop(&h);
+
+    h_start(&h, &o, false);
+    serve_three_pages(&h.f);
+    fake_set_retry_after(&h.f, 2);
+    fake_set_list_code(&h.f, 503);
+    reflector_add(h.r, h.pods);
+    WAIT_FOR(fake_lists(&h.f, PODS) == 1);
+    cr_assert_eq(resource_wait_fresh(h.pods->res, 100, 6000, NULL), 0);
+    l0 = fake_list_at(&h.f, PODS, 0);
+    l1 = fake_list_at(&h.f, PODS, 1);
+    cr_expect_geq(l1 - l0, 1950, "list retried %lld ms after Retry-After: 2", (long long)(l1 - l0));
+    cr_expect_lt(l1 - l0, 4500, "list retried %lld ms after Retry-After: 2", (long long)(l1 - l0));
     h_stop(&h);
 }
 
