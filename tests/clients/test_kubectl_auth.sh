@@ -25,20 +25,14 @@ NS=default
 WATCH_PID=""
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-kubectl-auth-XXXXXX")"
 
-# ok, bad, verdict, stop_pid, start_kwp, wait_ready, kwp_finish
+# ok, bad, verdict, need_exec, stop_pid, start_kwp, wait_ready, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 STOP_FIRST=(WATCH_PID) # kubectl's watch, before the servers
 trap kwp_finish EXIT
 
-if [ ! -x "$KUBECTL" ]; then
-  bad "kubectl present" "$KUBECTL is not executable"
-  exit 1
-fi
-if [ ! -x "$KWP_BIN" ]; then
-  bad "kwp binary present" "$KWP_BIN is not executable (set KWP_BIN)"
-  exit 1
-fi
+need_exec kubectl "$KUBECTL"
+need_exec "kwp binary (KWP_BIN)" "$KWP_BIN"
 
 # ---- certificates: a CA, the proxy's serving certificate, dave's; mallory's from another CA --
 pki() {
@@ -142,6 +136,20 @@ forbidden() { # USER VERB RESOURCE WHERE [NAME]: kubectl's line for kube-apiserv
     "$subject" "$1" "$2" "$3" "$4"
 }
 
+# watch_until COMMAND...: polls COMMAND until it succeeds, at most 15 s, while the watch runs.
+watch_until() {
+  local deadline=$((SECONDS + 15))
+  while [ "$SECONDS" -lt "$deadline" ] && ! "$@"; do
+    kill -0 "$WATCH_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+}
+
+# watch_listed: kubectl's watch of $who printed a row per pod.
+watch_listed() {
+  [ "$(tail -n +2 "$TMP/watch-$who.out" | grep -c .)" -ge "$n_pods" ]
+}
+
 UNAUTHORIZED='error: You must be logged in to the server (Unauthorized)'
 
 pods_want="$(sim_names "/api/v1/namespaces/$NS/pods")"
@@ -172,12 +180,7 @@ for who in alice dave; do
     --cache-dir "$TMP/cache-$who" get pods -w </dev/null >"$TMP/watch-$who.out" \
     2>"$TMP/watch-$who.err" &
   WATCH_PID=$!
-  deadline=$((SECONDS + 15))
-  while [ "$SECONDS" -lt "$deadline" ] &&
-    [ "$(tail -n +2 "$TMP/watch-$who.out" | grep -c .)" -lt "$n_pods" ]; do
-    kill -0 "$WATCH_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  watch_until watch_listed
   # kubectl lists first, then watches from the list's resourceVersion: a pod created now is
   # an event on the watch (or, if the watch is not open yet, newer than the list: still sent)
   probe="watch-probe-$who"
@@ -185,11 +188,7 @@ for who in alice dave; do
     -H 'Authorization: Bearer tok-admin' -H 'Content-Type: application/json' -X POST \
     --data "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$probe\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}" \
     "$SIM/api/v1/namespaces/$NS/pods")
-  deadline=$((SECONDS + 15))
-  while [ "$SECONDS" -lt "$deadline" ] && ! grep -q "^$probe " "$TMP/watch-$who.out"; do
-    kill -0 "$WATCH_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  watch_until grep -q "^$probe " "$TMP/watch-$who.out"
   listed="$(tail -n +2 "$TMP/watch-$who.out" | awk 'NF { print $1 }' | grep -v "^$probe\$" | sort)"
   verdict "kubectl get pods -w as $who: lists the pods, then shows one created meanwhile" \
     "$([ "$code" = 201 ] && grep -q "^$probe " "$TMP/watch-$who.out" &&
