@@ -148,8 +148,11 @@ static int tokens_make(struct demo_auth *a, char *err, size_t err_len)
             snprintf(err, err_len, "no random bytes for the demo tokens");
             return -EIO;
         }
-        n = (size_t)snprintf(a->token[u], DEMO_AUTH_TOKEN_MAX, "%s-", user_names[u]);
-        for (size_t i = 0; i < sizeof(r) && n + 2 < DEMO_AUTH_TOKEN_MAX; i++) {
+        n = strlen(user_names[u]);
+        BUG_ON(n + 1 + 2 * sizeof(r) >= DEMO_AUTH_TOKEN_MAX);
+        memcpy(a->token[u], user_names[u], n);
+        a->token[u][n++] = '-';
+        for (size_t i = 0; i < sizeof(r); i++) {
             a->token[u][n++] = hex[r[i] >> 4];
             a->token[u][n++] = hex[r[i] & 15];
         }
