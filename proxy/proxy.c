@@ -678,15 +678,27 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
     }
     if (!up) {
         struct upstream_opts uo = {0};
+        struct proxy_embedded_start es = {
+            .bookmark_interval_ms = o->bookmark_interval_ms,
+            .watch_max_lag_ms = o->watch_max_lag_ms,
+            .delegated = strcmp(o->auth, "delegated") == 0,
+            .downstream_tls =
+                is_set(o->tls_cert_file) || is_set(o->tls_key_file) || is_set(o->client_ca_file),
+        };
 
-        uo.url =
-            emb->start(emb->ctx, o->bookmark_interval_ms, o->watch_max_lag_ms, err, sizeof(err));
-        if (!uo.url) {
+        if (emb->start(emb->ctx, &es, err, sizeof(err)) != 0) {
             fprintf(stderr, "kwp: cannot start the embedded %s: %s\n", emb->name, err);
             curl_global_cleanup();
             return 1;
         }
         embedded = true;
+        uo.url = es.url;
+        uo.token = es.token;
+        if (!es.downstream_tls) {
+            o->tls_cert_file = es.tls_cert_file;
+            o->tls_key_file = es.tls_key_file;
+            o->client_ca_file = es.client_ca_file;
+        }
         log_info("proxy",
                  "upstream=%s msg=\"no upstream configured: started the embedded "
                  "%s\"",

@@ -22,13 +22,29 @@
 
 struct config_opt;
 
+/* What the proxy tells the embedded upstream it starts, and what it hands back. */
+struct proxy_embedded_start {
+    /* in */
+    int64_t bookmark_interval_ms; /* the proxy's --bookmark-interval */
+    int64_t watch_max_lag_ms;     /* and --watch-max-lag */
+    bool delegated;               /* --auth delegated: the upstream reviews kwp's callers */
+    bool downstream_tls;          /* --tls-cert-file, --tls-key-file or --client-ca-file given */
+    /* out, lent until the stop call */
+    const char *url;   /* "http://HOST:PORT", required */
+    const char *token; /* kwp's own bearer token on it, or NULL */
+    /* downstream TLS used when the proxy was given none of those flags, or NULL */
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *client_ca_file;
+};
+
 /*
  * Starts the embedded upstream, on the main thread with SIGTERM/SIGINT blocked and libcurl
- * initialised, with the proxy's --bookmark-interval and --watch-max-lag. Returns its base URL
- * ("http://HOST:PORT", lent until the stop call), or NULL with a one-line reason in <err>.
+ * initialised, as <s>'s inputs say; fills <s>'s outputs. Returns 0, or -errno with a one-line
+ * reason in <err> (then the stop call is not made).
  */
-typedef const char *proxy_upstream_start_fn(void *ctx, int64_t bookmark_interval_ms,
-                                            int64_t watch_max_lag_ms, char *err, size_t err_len);
+typedef int proxy_upstream_start_fn(void *ctx, struct proxy_embedded_start *s, char *err,
+                                    size_t err_len);
 
 /* Stops what a successful start started; called once, on the main thread, after the proxy
  * stopped (or failed to start). */

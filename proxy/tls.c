@@ -245,32 +245,58 @@ unsigned tls_certs_reloads(struct tls_certs *c)
     return n;
 }
 
-/* Appends every <nid> entry of <name> as text: CN (the first) to *user, O to groups. */
-static int name_entries(X509_NAME *name, int nid, struct identity **id)
+/* The <i>th entry of <name> as a new NUL-terminated UTF-8 string (OPENSSL_free), or NULL
+ * when it does not convert or holds a NUL byte. */
+static char *name_entry_text(X509_NAME *name, int i)
 {
-    for (int i = X509_NAME_get_index_by_NID(name, nid, -1); i >= 0;
-         i = X509_NAME_get_index_by_NID(name, nid, i)) {
-        ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
-        unsigned char *utf8 = NULL;
-        int n = ASN1_STRING_to_UTF8(&utf8, d);
+    ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
+    unsigned char *utf8 = NULL;
+    int n = ASN1_STRING_to_UTF8(&utf8, d);
+
+    if (n <= 0 || memchr(utf8, '\0', (size_t)n) != NULL) {
+        OPENSSL_free(utf8);
+        return NULL;
+    }
+    return (char *)utf8;
+}
+
+/*
+ * The identity of subject <name> as Go's pkix.Name.FillFromRDNSequence reads it, which the
+ * apiserver's x509 authenticator uses: the user is the LAST CN (each one overwrites
+ * Subject.CommonName), the groups are every O in order (appended to Subject.Organization).
+ * Returns 0 with *id, or -EACCES: no CN, an empty last CN (the authenticator then does not
+ * authenticate), an entry that is not text.
+ */
+static int name_identity(X509_NAME *name, struct identity **id)
+{
+    int last = -1;
+    char *text;
+
+    for (int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1); i >= 0;
+         i = X509_NAME_get_index_by_NID(name, NID_commonName, i)) {
+        last = i;
+    }
+    if (last < 0) {
+        return -EACCES;
+    }
+    text = name_entry_text(name, last);
+    *id = text != NULL && text[0] != '\0' ? identity_new(text) : NULL;
+    OPENSSL_free(text);
+    if (*id == NULL) {
+        return -EACCES;
+    }
+    for (int i = X509_NAME_get_index_by_NID(name, NID_organizationName, -1); i >= 0;
+         i = X509_NAME_get_index_by_NID(name, NID_organizationName, i)) {
         int rc;
 
-        if (n <= 0 || memchr(utf8, '\0', (size_t)n) != NULL) {
-            OPENSSL_free(utf8);
-            return -EACCES;
-        }
-        if (nid == NID_commonName) {
-            *id = identity_new((const char *)utf8);
-            OPENSSL_free(utf8);
-            return *id != NULL ? 0 : -EACCES; /* Go's Subject.CommonName: the first */
-        }
-        rc = identity_add_group(*id, (const char *)utf8);
-        OPENSSL_free(utf8);
+        text = name_entry_text(name, i);
+        rc = text != NULL ? identity_add_group(*id, text) : -EACCES;
+        OPENSSL_free(text);
         if (rc != 0) {
             return -EACCES;
         }
     }
-    return nid == NID_commonName ? -EACCES : 0;
+    return 0;
 }
 
 int tls_client_identity(void *session, struct identity **out)
@@ -300,10 +326,7 @@ int tls_client_identity(void *session, struct identity **out)
     if (x == NULL) {
         return -EACCES;
     }
-    rc = name_entries(X509_get_subject_name(x), NID_commonName, &id);
-    if (rc == 0) {
-        rc = name_entries(X509_get_subject_name(x), NID_organizationName, &id);
-    }
+    rc = name_identity(X509_get_subject_name(x), &id);
     if (rc == 0 && identity_add_authenticated(id) != 0) {
         rc = -EACCES;
     }

@@ -1,7 +1,8 @@
 /*
  * tls.h - the downstream TLS pieces http_server.c hands libmicrohttpd (GnuTLS): the serving
  * certificate, re-read when its files change without dropping a connection, and the
- * identity of a verified x509 client certificate (AUTH.md 3: CN = user, every O = a group).
+ * identity of a verified x509 client certificate (AUTH.md 3: CN = user, every O = a group;
+ * read as Go's pkix.Name is: the last CN of the subject, the Os in order).
  *
  * The certificate is handed per handshake through MHD_OPTION_HTTPS_CERT_CALLBACK (GnuTLS's
  * retrieve function has no context pointer, so the one serving certificate is a process-wide
@@ -40,9 +41,10 @@ unsigned tls_certs_reloads(struct tls_certs *c);
 
 /*
  * The identity of the verified client certificate of the TLS session <session> (a
- * gnutls_session_t): 0 with *out (caller owns it: user = Subject CN, groups = every Subject
- * O, plus system:authenticated); -ENOENT when the client sent none; -EACCES when it does not
- * verify against the server's trust list (MHD_OPTION_HTTPS_MEM_TRUST) or has no CN.
+ * gnutls_session_t): 0 with *out (caller owns it: user = the last Subject CN, groups =
+ * every Subject O in order, plus system:authenticated); -ENOENT when the client sent none; -EACCES
+ * when it does not verify against the server's trust list (MHD_OPTION_HTTPS_MEM_TRUST) or has no
+ * CN.
  */
 int tls_client_identity(void *session, struct identity **out);
 

@@ -1,5 +1,5 @@
 # lib.sh - shared helpers of the real-client tests (sourced, not run): ok/bad/verdict (PASS/FAIL
-# lines and counts), stop_pid, start_kwp, wait_ready, start_sim_proxy and kwp_finish. The caller
+# lines and counts), need_exec, stop_pid, start_kwp, wait_ready, start_sim_proxy and kwp_finish. The caller
 # sets KWP_BIN and TMP (a fresh directory) before sourcing it, and, to use start_kwp/kwp_finish,
 # installs `trap kwp_finish EXIT`. At exit, clients stop before the servers they talk to: an
 # optional kwp_before_finish function runs first, then every variable named in STOP_FIRST that
@@ -38,6 +38,14 @@ verdict() {
     ok "$name"
   else
     bad "$name" "$@"
+  fi
+}
+
+# need_exec WHAT PATH: FAIL and exit unless PATH is an executable (kubectl, the kwp binary).
+need_exec() {
+  if [ ! -x "$2" ]; then
+    bad "$1 present" "$2 is not executable"
+    exit 1
   fi
 }
 

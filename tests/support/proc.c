@@ -77,6 +77,11 @@ const char *proc_log_path(const struct proc *p)
     return p ? p->err_log : "";
 }
 
+const char *proc_stdout_path(const struct proc *p)
+{
+    return p ? p->out_log : "";
+}
+
 bool proc_log_has(const struct proc *p, const char *needle)
 {
     enum { CAP = 16 << 20 };

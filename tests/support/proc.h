@@ -67,6 +67,10 @@ int proc_pid(const struct proc *p);
 /* Path of the child's stderr log (lent; valid until proc_stop). */
 const char *proc_log_path(const struct proc *p);
 
+/* Path of the child's stdout log: what it printed after the "listening on" line (lent;
+ * valid until proc_stop; written by the drain thread, so poll for a line you expect). */
+const char *proc_stdout_path(const struct proc *p);
+
 /* Whether the child's stderr log (its last 16 MiB) holds <needle>. */
 bool proc_log_has(const struct proc *p, const char *needle);
 

@@ -30,7 +30,7 @@ static void sh(const char *fmt, const char *a)
 }
 
 /* ca, ca2 (foreign), server (CN=s1), server2 (CN=s2), alice (CN=alice, O=devs, O=ops),
- * mallory (signed by ca2). */
+ * carol (CN=first, O=ops, CN=carol, O=devs: two of each), mallory (signed by ca2). */
 static void make_certs(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/kwp-tls-XXXXXX");
@@ -49,6 +49,10 @@ static void make_certs(void)
        "rsa:2048 -nodes -keyout mallory.key -out mallory.csr -subj /CN=mallory 2>/dev/null && "
        "openssl x509 -req -in mallory.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial -out "
        "mallory.pem -days 2 2>/dev/null && cp s1.pem serve.pem && cp s1.key serve.key",
+       dir);
+    sh("cd %s && openssl req -newkey rsa:2048 -nodes -keyout carol.key -out carol.csr "
+       "-subj /CN=first/O=ops/CN=carol/O=devs 2>/dev/null && openssl x509 -req -in carol.csr "
+       "-CA ca.pem -CAkey ca.key -CAcreateserial -out carol.pem -days 2 2>/dev/null",
        dir);
 }
 
@@ -149,6 +153,10 @@ Test(tls, client_certificate_identity, .timeout = 60)
     srv = start(true);
     b = get(NULL, srv, "alice", NULL, 0);
     cr_assert_str_eq(b, "alice,devs,ops,system:authenticated");
+    free(b);
+    /* Go's pkix.Name: the last CN is the user, every O a group in subject order */
+    b = get(NULL, srv, "carol", NULL, 0);
+    cr_assert_str_eq(b, "carol,ops,devs,system:authenticated");
     free(b);
     b = get(NULL, srv, NULL, NULL, 0);
     cr_assert_str_eq(b, "rc=-2"); /* -ENOENT: no certificate */
