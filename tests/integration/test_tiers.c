@@ -43,7 +43,8 @@ struct chain {
     struct relay *rl; /* between the sim and T1, or NULL */
 };
 
-static void chain_up(struct chain *c, bool relay, const char *resources)
+static void chain_up_with(struct chain *c, bool relay, const char *resources,
+                          const char *const *proxy_args)
 {
     memset(c, 0, sizeof(*c));
     srv_spawn(&c->sim, "sim", ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"),
@@ -51,11 +52,17 @@ static void chain_up(struct chain *c, bool relay, const char *resources)
     if (relay) {
         c->rl = relay_new(c->sim.url);
     }
-    srv_spawn(&c->t1, "proxy", ARGS("--upstream", relay ? relay_url(c->rl) : c->sim.url),
-              ARGS("--resources", resources));
+    srv_spawn(&c->t1, "proxy",
+              ARGS("--upstream", relay ? relay_url(c->rl) : c->sim.url, "--resources", resources),
+              proxy_args);
     srv_wait_ready(&c->t1, READY_MS);
-    srv_spawn(&c->t2, "proxy", ARGS("--upstream", c->t1.url), ARGS("--resources", resources));
+    srv_spawn(&c->t2, "proxy", ARGS("--upstream", c->t1.url, "--resources", resources), proxy_args);
     srv_wait_ready(&c->t2, READY_MS);
+}
+
+static void chain_up(struct chain *c, bool relay, const char *resources)
+{
+    chain_up_with(c, relay, resources, NULL);
 }
 
 /* The outer tier first: no shutdown may depend on the one behind it. */
@@ -410,6 +417,41 @@ Test(tiers, every_request_through_two_tiers_as_through_one, .timeout = 240)
         same_answer(&c, "DELETE", "/api/v1/namespaces/t/configmaps/zzz", NULL, NULL, NULL, &code),
         "DELETE 404");
     cr_assert_eq(code, 404);
+    chain_down(&c);
+}
+
+/* Periodic bookmarks: a watch of namespace t whose RV moves with a write elsewhere gets the
+ * same BOOKMARK through T2 as through T1 (T1's progress reaches T2 on T2's own upstream watch,
+ * which allows bookmarks), then its stream ends at timeoutSeconds. */
+Test(tiers, periodic_bookmarks_through_two_tiers_as_through_one, .timeout = 120)
+{
+    struct chain c;
+    uint64_t rv_t, rv_other;
+    char path[256], want[256];
+    struct watch *a, *b;
+
+    chain_up_with(&c, false, "configmaps", ARGS("--bookmark-interval", "1s"));
+    api_make_ns(c.sim.url, "t");
+    api_make_ns(c.sim.url, "other");
+    rv_t = api_cm_create(c.sim.url, "t", "c1", NULL, "1", NULL);
+    tiers_at(&c, "configmaps", rv_t);
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/t/configmaps?watch=1&resourceVersion=%" PRIu64
+             "&allowWatchBookmarks=true&timeoutSeconds=4",
+             rv_t);
+    a = api_watch(c.t1.url, path, 200);
+    b = api_watch(c.t2.url, path, 200);
+    /* Out of the watches' scope, after they opened (SEMANTICS vector 36). */
+    rv_other = api_cm_create(c.sim.url, "other", "o1", NULL, "1", NULL);
+    snprintf(want, sizeof(want), API_CM_BOOKMARK_FMT, rv_other);
+    api_expect_line(a, 0, want);
+    api_expect_line(b, 0, want);
+    cr_assert_eq(watch_wait_end(a, WATCH_END_MS), 0);
+    cr_assert_eq(watch_wait_end(b, WATCH_END_MS), 0);
+    cr_assert_eq(watch_line_count(b), watch_line_count(a), "T2 sent %zu lines, T1 %zu",
+                 watch_line_count(b), watch_line_count(a));
+    watch_close(a);
+    watch_close(b);
     chain_down(&c);
 }
 
