@@ -104,6 +104,7 @@ struct resource {
     int64_t since_ms; /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
+    uint64_t n_relists_kept;
     uint64_t n_streams;
     uint64_t n_laggards;
 };
@@ -764,6 +765,80 @@ int resource_replace(struct resource *res, struct blob *const *items, size_t n, 
     return 0;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct blob *const *)a)->key, (*(struct blob *const *)b)->key);
+}
+
+/* Whether <sorted> (n blobs sorted by key) has two blobs with one key. */
+static bool keys_repeat(struct blob *const *sorted, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(sorted[i - 1]->key, sorted[i]->key) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Under mu: whether the store holds exactly <items> (distinct keys): the same keys, each at
+ * the same rv. Same key and rv is the same object version (an rv is one write). */
+static bool store_equals(const struct resource *res, struct blob *const *items, size_t n)
+{
+    if (store_len(res->store) != n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct blob *cur = store_get(res->store, items[i]->key);
+
+        if (cur == NULL || cur->rv != items[i]->rv) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int resource_relist(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
+                    int64_t now_ms)
+{
+    struct blob **sorted = NULL;
+    struct wakeset ws;
+    bool same;
+
+    /* Distinct keys first, outside the lock: n equal lookups with a repeated key would let
+     * a list that misses an object pass for the same state. */
+    if (n > 0) {
+        sorted = xmalloc(n * sizeof(*sorted));
+        memcpy(sorted, items, n * sizeof(*sorted));
+        qsort(sorted, n, sizeof(*sorted), key_cmp);
+    }
+    same = !keys_repeat(sorted, n);
+    free(sorted);
+    wakeset_init(&ws);
+    lock(res);
+    same = same && res->n_relists > 0 && !res->closing && list_rv >= res->rv &&
+           store_equals(res, items, n);
+    if (!same) {
+        unlock(res);
+        return resource_replace(res, items, n, list_rv, now_ms);
+    }
+    /* Nothing happened to this resource between its rv and list_rv: the history is whole
+     * up to list_rv, so every watcher and every rv in the window stays valid. */
+    if (list_rv > res->rv) {
+        res->rv = list_rv;
+        pthread_cond_broadcast(&res->fresh);
+    }
+    if (!res->ready) {
+        res->since_ms = now_ms;
+    }
+    res->ready = true;
+    res->n_relists_kept++;
+    wake_waiters(res, &ws);
+    unlock(res);
+    wakeset_run(&ws);
+    return 1;
+}
+
 int resource_apply(struct resource *res, enum watch_type type, struct blob *obj, uint64_t rv,
                    int64_t now_ms)
 {
@@ -938,6 +1013,7 @@ void resource_stats(struct resource *res, struct resource_stats *out)
     out->rv = res->rv;
     out->events = res->n_events;
     out->relists = res->n_relists;
+    out->relists_kept = res->n_relists_kept;
     out->watchers = res->n_streams;
     out->laggards = res->n_laggards;
     out->objects = store_len(res->store);

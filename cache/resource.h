@@ -80,13 +80,14 @@ struct watcher {
 /* Counters, read with resource_stats(). */
 struct resource_stats {
     uint64_t rv;
-    uint64_t events;     /* events appended since start */
-    uint64_t relists;    /* resource_replace calls */
-    uint64_t watchers;   /* currently attached STREAM watchers */
-    uint64_t laggards;   /* watchers ended because their cursor fell out of the ring */
-    size_t objects;      /* objects in the store */
-    size_t object_bytes; /* JSON bytes in the store */
-    size_t history_len;  /* events in the ring */
+    uint64_t events;       /* events appended since start */
+    uint64_t relists;      /* resource_replace calls (resource_relist that reset included) */
+    uint64_t relists_kept; /* resource_relist calls that kept the state (nothing was lost) */
+    uint64_t watchers;     /* currently attached STREAM watchers */
+    uint64_t laggards;     /* watchers ended because their cursor fell out of the ring */
+    size_t objects;        /* objects in the store */
+    size_t object_bytes;   /* JSON bytes in the store */
+    size_t history_len;    /* events in the ring */
     size_t history_cap;
     uint64_t history_boundary; /* oldest-1: smallest rv a watch may start from */
     bool ready;
@@ -121,6 +122,19 @@ void *resource_user(const struct resource *res);
  */
 int resource_replace(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
                      int64_t now_ms);
+
+/*
+ * A relist after the first one (the upstream watch got 410, or broke on bad data): when the
+ * list holds exactly the objects the store holds (the same keys, each at the same rv) and
+ * <list_rv> >= the current rv, nothing was lost while the watch was down, so the history,
+ * the store and every watcher are kept: the rv moves to <list_rv> (as a progress
+ * notification would), the resource is ready again, and 1 is returned. Otherwise (something
+ * changed, the upstream's rv went backwards, or the resource never listed) it is
+ * resource_replace and 0 is returned. Takes no reference on <items> when it keeps the state.
+ * The check is O(n log n); <items> are not modified.
+ */
+int resource_relist(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
+                    int64_t now_ms);
 
 /*
  * Applies one event at <rv> (> current rv, else -EINVAL): ADDED/MODIFIED store <obj>

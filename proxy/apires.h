@@ -62,6 +62,7 @@ struct apires_counters {
     atomic_ullong up_events;     /* watch events received */
     atomic_ullong up_bookmarks;  /* bookmarks received */
     atomic_ullong relists;       /* relists (start, 410, protocol errors) */
+    atomic_ullong relists_kept;  /* of those, relists that found the state unchanged */
     atomic_ullong up_errors;     /* failed upstream requests and malformed data */
 };
 

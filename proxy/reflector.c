@@ -745,6 +745,7 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
 {
     char msg[512];
     const char *why = NULL;
+    bool kept;
     size_t n;
 
     if (s->verdict == VERDICT_BACKOFF) {
@@ -767,7 +768,14 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
     }
     n = s->n_items;
     atomic_fetch_add(&s->ar->ctr.relists, 1);
-    resource_replace(s->ar->res, s->items, n, s->list_rv, now);
+    /* A relist that finds what the cache holds lost nothing: downstream watches go on (a
+     * tier in front of this one sees no relist). Otherwise every watch ends (vector 39). */
+    kept = s->synced && resource_relist(s->ar->res, s->items, n, s->list_rv, now) == 1;
+    if (kept) {
+        atomic_fetch_add(&s->ar->ctr.relists_kept, 1);
+    } else if (!s->synced) {
+        resource_replace(s->ar->res, s->items, n, s->list_rv, now);
+    }
     /* After the replace: /readyz must not report a cache that is not ready yet. */
     if (!s->synced) {
         s->synced = true;
@@ -780,7 +788,9 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
     s->rv = s->list_rv;
     memcpy(s->rv_str, s->list_rv_str, sizeof(s->rv_str));
     log_info("reflector", "resource=%s rv=%s objects=%zu pages=%u msg=\"%s\"", rsync_name(s),
-             s->rv_str, n, s->pages, atomic_load(&s->ar->ctr.relists) > 1 ? "relisted" : "synced");
+             s->rv_str, n, s->pages,
+             kept ? "relisted, state unchanged: history and watches kept"
+                  : (atomic_load(&s->ar->ctr.relists) > 1 ? "relisted" : "synced"));
     s->pages = 0;
     rsync_schedule(s, true, now);
 }

@@ -999,6 +999,40 @@ static void compact_to(struct sim *s, uint64_t rev)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* A restarted kube-apiserver's watch cache: the history of each resource (all, or <only>)
+ * starts again at the current revision, so watches below it get 410 too old, and its
+ * watches end; the objects stay. Returns how many resources. */
+static size_t reset_history(struct sim *s, const char *only)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < registry_len(s->reg); i++) {
+        struct apires *ar = registry_at(s->reg, i);
+        struct snapshot *snap;
+        struct store_iter it;
+        struct blob **items;
+        size_t k = 0;
+        char q[200];
+
+        qualified(ar, q, sizeof(q));
+        if (only && only[0] && strcmp(only, q) != 0) {
+            continue;
+        }
+        snap = resource_snapshot(ar->res, NULL);
+        items = xmalloc((snap->len + 1) * sizeof(*items));
+        for (struct blob *b = snapshot_seek(snap, NULL, &it); b != NULL; b = snapshot_next(&it)) {
+            items[k++] = b; /* lent by the snapshot; resource_replace takes its own */
+        }
+        resource_replace(ar->res, items, k, atomic_load(&s->revision), clock_mono_ms());
+        free(items);
+        snapshot_unref(snap);
+        n++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 static uint64_t default_compaction_target(struct sim *s)
 {
     uint64_t cur = atomic_load(&s->revision);
@@ -1052,6 +1086,13 @@ static void serve_sim(struct sim *s, struct http_req *req, const char *path)
         compact_to(s, target);
         snprintf(body, sizeof(body), "{\"revision\":%" PRIu64 ",\"compacted\":%" PRIu64 "}\n",
                  atomic_load(&s->revision), atomic_load(&s->compacted));
+        reply_json(req, 200, body);
+        return;
+    }
+    if (strcmp(path, "/_sim/reset-history") == 0 && strcmp(method, "POST") == 0) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"resources\":%zu}\n",
+                 reset_history(s, http_req_arg(req, "resource")));
         reply_json(req, 200, body);
         return;
     }

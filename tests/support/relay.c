@@ -34,11 +34,13 @@ struct relay {
     pthread_t acceptor;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool hold;    /* stop reading from the upstream: its bytes stay in flight (mu) */
-    bool reset;   /* reset new connections at once (mu) */
-    bool stop;    /* (mu) */
-    unsigned gen; /* relay_cut bumps it; pairs of an older generation are reset (mu) */
-    int live;     /* pair threads running (mu) */
+    bool hold;           /* stop reading from the upstream: its bytes stay in flight (mu) */
+    bool reset;          /* reset new connections at once (mu) */
+    bool stop;           /* (mu) */
+    unsigned gen;        /* relay_cut bumps it; pairs of an older generation are reset (mu) */
+    int live;            /* pair threads running (mu) */
+    uint64_t next_id;    /* serial of the next pair (mu) */
+    uint64_t hold_below; /* relay_hold_open: pairs with a smaller serial are held; 0 = none */
 };
 
 struct pair {
@@ -46,6 +48,7 @@ struct pair {
     int a; /* client side */
     int b; /* upstream side */
     unsigned gen;
+    uint64_t id; /* serial, from 1 */
 };
 
 static bool pump(int from, int to)
@@ -67,7 +70,7 @@ static void *pair_main(void *arg)
         int n;
 
         pthread_mutex_lock(&r->mu);
-        hold = r->hold;
+        hold = r->hold || p->id < r->hold_below;
         cut = r->stop || r->gen != p->gen;
         pthread_mutex_unlock(&r->mu);
         if (cut) {
@@ -87,7 +90,7 @@ static void *pair_main(void *arg)
 
             /* Under the lock, so that once relay_hold returns nothing more is passed. */
             pthread_mutex_lock(&r->mu);
-            if (!r->hold && r->gen == p->gen) {
+            if (!r->hold && p->id >= r->hold_below && r->gen == p->gen) {
                 ok = pump(p->b, p->a);
             }
             pthread_mutex_unlock(&r->mu);
@@ -134,6 +137,7 @@ static void relay_take(struct relay *r, int c)
     p->b = u;
     pthread_mutex_lock(&r->mu);
     p->gen = r->gen;
+    p->id = ++r->next_id;
     r->live++;
     pthread_mutex_unlock(&r->mu);
     cr_assert_eq(pthread_create(&t, NULL, pair_main, p), 0);
@@ -196,6 +200,13 @@ void relay_hold(struct relay *r, bool on)
 {
     pthread_mutex_lock(&r->mu);
     r->hold = on;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void relay_hold_open(struct relay *r, bool on)
+{
+    pthread_mutex_lock(&r->mu);
+    r->hold_below = on ? r->next_id + 1 : 0;
     pthread_mutex_unlock(&r->mu);
 }
 

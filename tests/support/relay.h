@@ -28,6 +28,10 @@ const char *relay_url(const struct relay *r);
  * this returns nothing more is passed to the client. Off: pass them again. */
 void relay_hold(struct relay *r, bool on);
 
+/* <on>: as relay_hold, but only for the connections open now (a stuck upstream watch):
+ * connections made later are relayed. Off: pass them all again. */
+void relay_hold_open(struct relay *r, bool on);
+
 /* <on>: reset every new connection at once (the upstream seems gone); off: relay them. */
 void relay_refuse(struct relay *r, bool on);
 

@@ -596,6 +596,144 @@ Test(resource, relist_ends_stream_watchers, .timeout = 120)
     resource_free(res);
 }
 
+/*
+ * resource_relist (issue 13, tiers): a relist that finds exactly what the store holds lost
+ * nothing, so it keeps the watchers, the history and the store; any difference resets as
+ * resource_replace does.
+ */
+
+/* A ready resource listed at 10 with a@5, b@8, then c ADDED at 11; <w> watches from 10 and
+ * has taken c (suspended). */
+static struct resource *relist_fixture(struct watcher *w, struct waker *k)
+{
+    struct blob *items[2] = {mk("ns", "a", 5), mk("ns", "b", 8)};
+    struct resource *res = new_res(16);
+    uint64_t boundary = 0;
+
+    cr_assert_eq(resource_replace(res, items, 2, 10, 0), 0);
+    blob_unref(items[0]);
+    blob_unref(items[1]);
+    winit(w, k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, w, 10, &boundary), 0);
+    put(res, WATCH_ADDED, "ns", "c", 11);
+    cr_assert_eq(drain(res, w, NULL, 0), 1);
+    return res;
+}
+
+/* Relists <res> with the blobs <spec> ("ns/name@rv" each) at <list_rv>; returns the result. */
+static int relist_with(struct resource *res, const char *const *spec, size_t n, uint64_t list_rv)
+{
+    struct blob *items[8];
+    int rc;
+
+    cr_assert_leq(n, 8u);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        unsigned long long rv = 0;
+
+        cr_assert_eq(sscanf(spec[i], "ns/%31[^@]@%llu", name, &rv), 2, "%s", spec[i]);
+        items[i] = mk("ns", name, rv);
+    }
+    resource_set_unready(res, 1); /* as the reflector does before it relists */
+    rc = resource_relist(res, items, n, list_rv, 2);
+    for (size_t i = 0; i < n; i++) {
+        blob_unref(items[i]);
+    }
+    return rc;
+}
+
+Test(resource, relist_of_the_same_state_keeps_watchers_and_history, .timeout = 120)
+{
+    const char *same[] = {"ns/c@11", "ns/a@5", "ns/b@8"}; /* any order */
+    struct watcher w, again;
+    struct waker k, ka;
+    struct resource *res = relist_fixture(&w, &k);
+    struct resource_stats st;
+    uint64_t boundary = 0, rvs[4];
+    int64_t since = 0;
+
+    cr_assert_eq(relist_with(res, same, 3, 40), 1);
+    cr_assert(resource_is_ready(res, &since), "ready again");
+    cr_assert_eq(since, 2);
+    cr_assert_eq(resource_rv(res), 40, "the rv moves to the list rv");
+    cr_assert_eq(atomic_load(&k.calls), 0, "the watcher is not woken: nothing to tell it");
+    cr_assert_eq(drain(res, &w, NULL, 0), 0, "still open, nothing pending");
+    /* The history still reaches back to 10: no 410 for an rv it had. */
+    winit(&again, &ka, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &again, 10, &boundary), 0);
+    put(res, WATCH_MODIFIED, "ns", "a", 41);
+    cr_assert_eq(drain(res, &again, rvs, 4), 2);
+    cr_assert_eq(rvs[0], 11);
+    cr_assert_eq(rvs[1], 41);
+    cr_assert_eq(drain(res, &w, rvs, 4), 1, "the old watcher gets the next event, once");
+    cr_assert_eq(rvs[0], 41);
+    resource_stats(res, &st);
+    cr_assert_eq(st.relists, 1, "no reset");
+    cr_assert_eq(st.relists_kept, 1);
+    cr_assert_eq(st.objects, 3);
+    cr_assert_eq(st.history_boundary, 10);
+    resource_watch_detach(res, &w);
+    resource_watch_detach(res, &again);
+    resource_free(res);
+}
+
+/* Every way the list can differ from the store resets (the events in between were lost). */
+Test(resource, relist_of_a_changed_state_resets, .timeout = 120)
+{
+    static const char *const cases[][4] = {
+        {"ns/a@5", "ns/b@8", "ns/c@12", NULL},      /* c modified */
+        {"ns/a@5", "ns/b@8", NULL},                 /* c deleted */
+        {"ns/a@5", "ns/b@8", "ns/c@11", "ns/d@13"}, /* d added */
+        {"ns/a@5", "ns/a@5", "ns/c@11", NULL},      /* b gone, a repeated: same count */
+    };
+    static const size_t lens[] = {3, 2, 4, 3};
+
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        struct watcher w, again;
+        struct waker k, ka;
+        struct resource *res = relist_fixture(&w, &k);
+        struct resource_stats st;
+        uint64_t boundary = 0;
+
+        cr_assert_eq(relist_with(res, cases[i], lens[i], 40), 0, "case %zu", i);
+        cr_assert_eq(drain(res, &w, NULL, 0), -EPIPE, "case %zu: the watch ends", i);
+        winit(&again, &ka, res, NULL);
+        cr_assert_eq(resource_watch_from(res, &again, 11, &boundary), -ESTALE, "case %zu", i);
+        cr_assert_eq(boundary, 40);
+        resource_stats(res, &st);
+        cr_assert_eq(st.relists, 2, "case %zu", i);
+        cr_assert_eq(st.relists_kept, 0, "case %zu", i);
+        cr_assert(resource_is_ready(res, NULL));
+        resource_watch_detach(res, &w);
+        resource_free(res);
+    }
+}
+
+/* The upstream going backwards is not "nothing happened", and a first list has no state to
+ * keep. */
+Test(resource, relist_below_the_rv_or_first_list_resets, .timeout = 120)
+{
+    const char *same[] = {"ns/a@5", "ns/b@8", "ns/c@11"};
+    struct watcher w;
+    struct waker k;
+    struct resource *res = relist_fixture(&w, &k);
+    struct resource_stats st;
+
+    cr_assert_eq(relist_with(res, same, 3, 10), 0, "list rv 10 < rv 11");
+    cr_assert_eq(drain(res, &w, NULL, 0), -EPIPE);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+
+    res = new_res(16);
+    cr_assert_eq(resource_relist(res, NULL, 0, 7, 0), 0, "never listed: a replace");
+    cr_assert(resource_is_ready(res, NULL));
+    cr_assert_eq(resource_relist(res, NULL, 0, 7, 0), 1, "same (empty) state, same rv");
+    resource_stats(res, &st);
+    cr_assert_eq(st.relists, 1);
+    cr_assert_eq(st.relists_kept, 1);
+    resource_free(res);
+}
+
 /* ---- RVWAIT, the tick, kill, close -------------------------------------------------------- */
 
 Test(resource, rvwait_woken_when_rv_reached, .timeout = 120)
