@@ -1136,6 +1136,16 @@ out:
     return rc;
 }
 
+bool resource_history_whole(struct resource *res)
+{
+    bool whole;
+
+    lock(res);
+    whole = ring_whole(res->ring);
+    unlock(res);
+    return whole;
+}
+
 int resource_watch_now(struct resource *res, struct watcher *w, struct snapshot **initial,
                        uint64_t *rv)
 {

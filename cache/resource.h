@@ -206,6 +206,14 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
                         uint64_t *boundary);
 
 /*
+ * Whether the history is whole: it holds every event since this cache last (re)started from
+ * a list, none evicted or compacted. A watch below the boundary of a whole history asks for
+ * events from before this cache existed (a replica that started later than the one the
+ * client came from), not for events the cache let go: upstream may still have them.
+ */
+bool resource_history_whole(struct resource *res);
+
+/*
  * Attaches a STREAM watcher at the current head (only events appended after this call) and,
  * when <initial> is not NULL, returns in the same critical section a reference to the
  * snapshot of the current state (for synthetic ADDED events) and its rv through <rv>.

@@ -351,6 +351,11 @@ uint64_t ring_boundary(const struct ring *r)
     return r->dropped_rv;
 }
 
+bool ring_whole(const struct ring *r)
+{
+    return !r->dropped;
+}
+
 int ring_seek(const struct ring *r, uint64_t rv, uint64_t *seq, uint64_t *boundary)
 {
     uint64_t b = ring_boundary(r);

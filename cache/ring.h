@@ -142,6 +142,10 @@ int ring_seek(const struct ring *r, uint64_t rv, uint64_t *seq, uint64_t *bounda
 /* oldest-1: the smallest rv a watch may start from (see the header comment). */
 uint64_t ring_boundary(const struct ring *r);
 
+/* Whether every event since the last reset is still kept (none evicted or compacted): the
+ * boundary is then the reset's list rv, where this history began. */
+bool ring_whole(const struct ring *r);
+
 /* Approximate heap bytes of the slots held by the ring (not the blobs, nor segments that
  * only a borrower still holds). */
 size_t ring_footprint(const struct ring *r);

@@ -49,12 +49,13 @@ struct apires_counters {
     atomic_ullong watches;
     atomic_ullong gets;
     atomic_ullong watches_open;
-    atomic_ullong frames;     /* watch events written */
-    atomic_ullong too_old;    /* 410s sent */
-    atomic_ullong too_large;  /* 504s sent */
-    atomic_ullong not_ready;  /* 429s sent */
-    atomic_ullong terminated; /* watches ended for lagging (--watch-max-lag) */
-    atomic_ullong forwarded;  /* requests passed upstream */
+    atomic_ullong frames;               /* watch events written */
+    atomic_ullong too_old;              /* 410s sent */
+    atomic_ullong watches_before_cache; /* watches from before the cache began: forwarded */
+    atomic_ullong too_large;            /* 504s sent */
+    atomic_ullong not_ready;            /* 429s sent */
+    atomic_ullong terminated;           /* watches ended for lagging (--watch-max-lag) */
+    atomic_ullong forwarded;            /* requests passed upstream */
     /* upstream side (the proxy's reflector) */
     atomic_ullong up_lists;      /* LIST requests sent upstream (pages) */
     atomic_ullong up_watches;    /* WATCH requests sent upstream */

@@ -65,6 +65,10 @@ enum handlers_why {
     HANDLERS_WHY_CONTINUE_LATEST, /* a continue token minted at "the latest revision" */
     HANDLERS_WHY_WINDOW,          /* an Exact rv or a continue token outside the history */
     HANDLERS_WHY_NOT_FRESH,       /* an rv newer than the cache (the freshness wait) */
+    /* WATCH */
+    HANDLERS_WHY_BEFORE_CACHE, /* an rv older than this cache's whole history: it started
+                                  after the client's rv (another replica's), upstream may
+                                  still have the events */
 };
 
 enum handlers_route { HANDLERS_SERVE = 0, HANDLERS_FORWARD };

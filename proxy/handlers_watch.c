@@ -723,6 +723,15 @@ void handlers_watch_serve(struct hreq *h, const struct k8s_list_opts *lo)
         return;
     }
     rc = resource_watch_from(res, &h->w, lo->rv, &boundary);
+    if (rc == -ESTALE && resource_history_whole(res) &&
+        handlers_route(h->opts, HANDLERS_WHY_BEFORE_CACHE) == HANDLERS_FORWARD) {
+        /* Not a 410: the client comes from a replica that is older than this cache; the
+         * watch goes upstream (cheaper there than the relist a 410 would cause), and its
+         * next re-watch, from a newer rv, lands in this history. */
+        atomic_fetch_add(&h->ar->ctr.watches_before_cache, 1);
+        h->opts->forward(h->opts->app, h->req);
+        return;
+    }
     if (rc == -ESTALE) {
         struct kstatus st;
         kstatus_too_old(&st, lo->rv, boundary);

@@ -148,6 +148,10 @@ void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct
          offsetof(struct apires_counters, frames)},
         {"kwp_too_old_total", "counter", "410 too old resource version answers.",
          offsetof(struct apires_counters, too_old)},
+        {"kwp_watches_before_cache_total", "counter",
+         "Watches from a resourceVersion older than this cache's whole history (a client from "
+         "an older replica), forwarded upstream instead of a 410.",
+         offsetof(struct apires_counters, watches_before_cache)},
         {"kwp_too_large_total", "counter", "504 Too large resource version answers.",
          offsetof(struct apires_counters, too_large)},
         {"kwp_terminated_watchers_total", "counter",
