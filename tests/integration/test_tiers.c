@@ -383,6 +383,18 @@ Test(tiers, every_request_through_two_tiers_as_through_one, .timeout = 240)
                       "/api/v1/pods?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dp1&"
                       "timeoutSeconds=2",
                       1);
+    /* rv 1 is older than both caches (their histories began at their lists): each forwards
+     * the watch (kwp_watches_before_cache_total), and once the sim has compacted past it the
+     * sim's own 410 comes back through both tiers. */
+    {
+        struct http_resp cr;
+        char cpath[96];
+
+        snprintf(cpath, sizeof(cpath), "/_sim/compact?revision=%" PRIu64, rv_first);
+        api_req(c.sim.url, "POST", cpath, NULL, NULL, NULL, &cr);
+        cr_assert_eq(cr.code, 200, "compact: %ld %s", cr.code, cr.body);
+        http_resp_free(&cr);
+    }
     cr_assert_eq(expect_same_watch(&c, "/api/v1/configmaps?watch=1&resourceVersion=1", 1), 1,
                  "one ERROR line: too old");
     {
