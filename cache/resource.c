@@ -101,6 +101,7 @@ struct resource {
     uint64_t epoch;   /* bumped by every relist; ends older STREAM watchers */
     bool ready;       /* a relist completed and upstream has not broken since */
     bool closing;     /* resource_close_all ran: no new watchers */
+    bool draining;    /* resource_drain_watches ran: caught-up STREAM watchers end */
     int64_t since_ms; /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
@@ -890,6 +891,24 @@ void resource_close_all(struct resource *res)
     wakeset_run(&ws);
 }
 
+void resource_drain_watches(struct resource *res)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    res->draining = true;
+    /* A suspended STREAM watcher has nothing in its scope pending (see tick_wake): woken at
+     * the head, its next call finds nothing more and gets -ESHUTDOWN. */
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        if (w->suspended) {
+            wake_stream(&ws, w, ring_head(res->ring));
+        }
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
 void resource_end_watches(struct resource *res)
 {
     struct wakeset ws;
@@ -1176,7 +1195,11 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
     if (n == 0 && max > 0 && may_suspend) {
-        sleep_add(res, w);
+        if (res->draining) {
+            n = -ESHUTDOWN; /* caught up: the reader ends its stream rather than wait */
+        } else {
+            sleep_add(res, w);
+        }
     }
 out:
     unlock(res);

@@ -148,6 +148,15 @@ void resource_compact(struct resource *res, uint64_t rv);
  * while the resource keeps serving; new watches are accepted. */
 void resource_end_watches(struct resource *res);
 
+/*
+ * Shutdown, before resource_close_all: every STREAM watcher, once it has taken every event
+ * appended so far, gets -ESHUTDOWN from resource_watch_next instead of being suspended (so
+ * its reader can send a last BOOKMARK and end its stream cleanly); suspended ones are woken
+ * now. Events still appended meanwhile are handed out first, as usual. New watches are still
+ * attached and drain the same way. Idempotent; any thread.
+ */
+void resource_drain_watches(struct resource *res);
+
 /* Ends every watcher (shutdown) and wakes them; later attaches are refused (see below). */
 void resource_close_all(struct resource *res);
 
@@ -217,8 +226,9 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
  * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary
  * when <max> > RING_SEG; with <max> <= RING_SEG a short batch means nothing more was pending.
  * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
- * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
- * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).
+ * suspend its connection, or call again if it cannot), -EPIPE when the watch must end
+ * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill), or
+ * -ESHUTDOWN when nothing is pending after resource_drain_watches (w->suspended not set).
  */
 ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
