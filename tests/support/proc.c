@@ -555,10 +555,25 @@ int proc_kill(struct proc *p, int sig)
     return 0;
 }
 
+/* The child has been reaped with wait status <status>: frees <p>, returns the exit code. */
+static int proc_reaped(struct proc *p, int status)
+{
+    int code = status_to_code(status);
+
+    p->pid = 0;
+    registry_remove(p);
+    if (code != 0) {
+        fprintf(stderr, "proc_stop: exit status %d (0 expected)\n", code);
+        proc_dump_log(p, 8192);
+        fprintf(stderr, "proc_stop: logs kept in %s\n", p->dir);
+    }
+    proc_free(p, code != 0);
+    return code;
+}
+
 int proc_stop(struct proc *p)
 {
     int status;
-    int code;
 
     if (!p) {
         return 0;
@@ -573,16 +588,17 @@ int proc_stop(struct proc *p)
         kill(p->pid, SIGKILL);
         status = wait_child(p->pid, PROC_STOP_TIMEOUT_MS);
     }
-    code = status_to_code(status);
-    p->pid = 0;
-    registry_remove(p);
-    if (code != 0) {
-        fprintf(stderr, "proc_stop: exit status %d (0 expected)\n", code);
-        proc_dump_log(p, 8192);
-        fprintf(stderr, "proc_stop: logs kept in %s\n", p->dir);
+    return proc_reaped(p, status);
+}
+
+int proc_wait(struct proc *p, int timeout_ms)
+{
+    int status = wait_child(p->pid, timeout_ms);
+
+    if (status == -ETIMEDOUT) {
+        return -ETIMEDOUT;
     }
-    proc_free(p, code != 0);
-    return code;
+    return proc_reaped(p, status);
 }
 
 struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *const *b,

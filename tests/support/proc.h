@@ -57,6 +57,13 @@ struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *c
  */
 int proc_stop(struct proc *p);
 
+/*
+ * Waits up to <timeout_ms> for the child to exit by itself (it is not signalled). On exit it
+ * frees <p> and returns the exit status as proc_stop does (logs kept unless 0); on timeout it
+ * returns -ETIMEDOUT and <p> stays the caller's (proc_stop it).
+ */
+int proc_wait(struct proc *p, int timeout_ms);
+
 /* Sends <sig> (e.g. SIGSTOP / SIGCONT to freeze an upstream) to the child only.
  * Returns 0 or -errno (-ESRCH when it is already reaped). */
 int proc_kill(struct proc *p, int sig);
