@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -29,6 +30,7 @@
 #include "tests/support/json.h"
 #include "tests/support/nap.h"
 #include "tests/support/proc.h"
+#include "tests/support/sock.h"
 #include "tests/support/srv.h"
 
 #define READY_MS 30000L
@@ -47,16 +49,17 @@ struct fixture {
     struct watch *ref; /* the simulator's own events from list_rv */
 };
 
-/* The simulator writing pods continuously, replica A terminating with <a_delay>, replica B,
- * all ready; then the client's LIST from A and the reference watch from its RV. */
-static void fixture_up(struct fixture *f, const char *a_delay)
+/* The simulator writing pods continuously (<sim_args> added to its flags, may be NULL),
+ * replica A terminating with <a_delay>, replica B, all ready; then the client's LIST from A
+ * and the reference watch from its RV. */
+static void fixture_up(struct fixture *f, const char *a_delay, const char *const *sim_args)
 {
     struct http_resp r;
     cJSON *list;
     char path[256];
 
     memset(f, 0, sizeof(*f));
-    srv_spawn(&f->sim, "sim", ARGS("--objects", "20", "--churn", "40"), NULL);
+    srv_spawn(&f->sim, "sim", ARGS("--objects", "20", "--churn", "40"), sim_args);
     srv_spawn(&f->a, "proxy",
               ARGS("--upstream", f->sim.url, "--resources", "pods", "--shutdown-delay", a_delay),
               NULL);
@@ -282,7 +285,7 @@ static size_t watch_through_shutdown(struct fixture *f, bool bookmarks, struct e
     uint64_t t0;
     size_t n;
 
-    fixture_up(f, "2s");
+    fixture_up(f, "2s", NULL);
     wa = client_watch(f->a.url, f->list_rv, bookmarks);
     terminate_and_check_delay(f, wa, &t0);
     expect_clean_end(wa, t0 + DELAY_MS);
@@ -345,7 +348,7 @@ Test(shutdown, a_second_signal_cuts_the_delay_short, .timeout = 90)
     uint64_t t0, t1, bm_rv = 0;
     size_t na;
 
-    fixture_up(&f, "60s");
+    fixture_up(&f, "60s", NULL);
     wa = client_watch(f.a.url, f.list_rv, true);
     cr_assert_eq(watch_wait_lines(wa, 5, 10000), 0);
     t0 = http_now_ms();
@@ -360,6 +363,60 @@ Test(shutdown, a_second_signal_cuts_the_delay_short, .timeout = 90)
     cr_assert_eq(evlog_add(&got, wa, 0, na, UINT64_MAX, &bm_rv), 1);
     cr_assert_geq(bm_rv, got.rv[got.n - 1]);
     expect_same_events(&got, f.ref, got.rv[got.n - 1]);
+    watch_close(wa);
+    fixture_down(&f);
+}
+
+/* "kwp_watches_open{...} N" summed over the proxy's /metrics. */
+static unsigned long watches_open(const char *base)
+{
+    struct http_resp r;
+    unsigned long total = 0;
+    const char *p;
+
+    api_req(base, "GET", "/metrics", NULL, NULL, NULL, &r);
+    cr_assert_eq(r.code, 200);
+    for (p = strstr(r.body, "\nkwp_watches_open{"); p != NULL;
+         p = strstr(p + 1, "\nkwp_watches_open{")) {
+        const char *sp = strchr(p, ' ');
+
+        cr_assert_not_null(sp);
+        total += strtoul(sp + 1, NULL, 10);
+    }
+    http_resp_free(&r);
+    return total;
+}
+
+Test(shutdown, a_client_that_does_not_read_is_dropped_in_time, .timeout = 90)
+{
+    static const char req[] = "GET /api/v1/pods?watch=1&resourceVersion=0&allowWatchBookmarks=true "
+                              "HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    struct fixture f;
+    struct watch *wa;
+    uint64_t t0, end;
+    int fd;
+
+    /* 300 pods of ~4 KB: the initial events of a watch from rv 0 are 1.2 MB, far more than
+     * the proxy's send buffer and a 4 KiB receive window hold */
+    fixture_up(&f, "1s", ARGS("--objects", "300", "--object-bytes", "4000"));
+    fd = sock_connect(f.a.url, 4096);
+    cr_assert(sock_send_all(fd, req, strlen(req)));
+    wa = client_watch(f.a.url, f.list_rv, true);
+    end = http_now_ms() + 10000;
+    while (watches_open(f.a.url) < 2 && http_now_ms() < end) {
+        nap(POLL_MS);
+    }
+    cr_assert_eq(watches_open(f.a.url), 2, "both watches open on A");
+    cr_assert_eq(watch_wait_lines(wa, 3, 10000), 0);
+    t0 = http_now_ms();
+    cr_assert_eq(proc_kill(f.a.p, SIGTERM), 0);
+    /* the reader is not held up by the other: its stream ends after the delay, a BOOKMARK
+     * last; the one that does not read is dropped and A still exits 0 within 1 s of drain,
+     * 0.5 s of settling and its teardown */
+    expect_clean_end(wa, t0 + 1000);
+    (void)expect_last_bookmark(wa);
+    expect_exit_0(&f, t0 + 1000 + 2500);
+    close(fd);
     watch_close(wa);
     fixture_down(&f);
 }
