@@ -97,12 +97,14 @@ struct resource {
     struct watcher **due; /* min-heap on due_ms: watchers to wake at a time (see tick) */
     size_t due_len;
     size_t due_cap;
-    uint64_t rv;      /* current rv (events, progress, relists) */
-    uint64_t epoch;   /* bumped by every relist; ends older STREAM watchers */
-    bool ready;       /* a relist completed and upstream has not broken since */
-    bool closing;     /* resource_close_all ran: no new watchers */
-    bool draining;    /* resource_drain_watches ran: caught-up STREAM watchers end */
-    int64_t since_ms; /* when <ready> last changed */
+    uint64_t rv;        /* current rv (events, progress, relists) */
+    uint64_t epoch;     /* bumped by every relist; ends older STREAM watchers */
+    bool ready;         /* a relist completed and upstream has not broken since */
+    bool closing;       /* resource_close_all ran: no new watchers */
+    bool draining;      /* resource_drain_watches ran: STREAM watchers end at drain_seq */
+    uint64_t drain_seq; /* the ring's head when the drain began: what is still handed out */
+    uint64_t drain_rv;  /* rv when the drain began: every event up to it is below drain_seq */
+    int64_t since_ms;   /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
     uint64_t n_streams;
@@ -897,7 +899,11 @@ void resource_drain_watches(struct resource *res)
 
     wakeset_init(&ws);
     lock(res);
-    res->draining = true;
+    if (!res->draining) {
+        res->draining = true;
+        res->drain_seq = ring_head(res->ring);
+        res->drain_rv = res->rv;
+    }
     /* A suspended STREAM watcher has nothing in its scope pending (see tick_wake): woken at
      * the head, its next call finds nothing more and gets -ESHUTDOWN. */
     for (struct watcher *w = res->streams; w != NULL; w = w->next) {
@@ -1174,6 +1180,9 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     }
     head = ring_head(res->ring);
     BUG_ON(w->cursor > head);
+    if (res->draining && head > res->drain_seq) {
+        head = res->drain_seq; /* later events are the next replica's to deliver */
+    }
     while (w->cursor < head && (size_t)n < max) {
         const struct ring_event *e = ring_at(res->ring, w->cursor);
 
@@ -1195,7 +1204,7 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
     if (n == 0 && max > 0 && may_suspend) {
-        if (res->draining) {
+        if (res->draining && w->cursor >= head) {
             n = -ESHUTDOWN; /* caught up: the reader ends its stream rather than wait */
         } else {
             sleep_add(res, w);
@@ -1208,12 +1217,14 @@ out:
 
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv)
 {
+    uint64_t end;
     bool idle;
 
     lock(res);
-    idle = w->attached && w->kind == WATCHER_STREAM && w->cursor >= ring_head(res->ring);
+    end = res->draining ? res->drain_seq : ring_head(res->ring);
+    idle = w->attached && w->kind == WATCHER_STREAM && w->cursor >= end;
     if (idle) {
-        *rv = res->rv;
+        *rv = res->draining ? res->drain_rv : res->rv;
     }
     unlock(res);
     return idle;

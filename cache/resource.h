@@ -149,11 +149,13 @@ void resource_compact(struct resource *res, uint64_t rv);
 void resource_end_watches(struct resource *res);
 
 /*
- * Shutdown, before resource_close_all: every STREAM watcher, once it has taken every event
- * appended so far, gets -ESHUTDOWN from resource_watch_next instead of being suspended (so
- * its reader can send a last BOOKMARK and end its stream cleanly); suspended ones are woken
- * now. Events still appended meanwhile are handed out first, as usual. New watches are still
- * attached and drain the same way. Idempotent; any thread.
+ * Shutdown, before resource_close_all: the events appended so far are the last ones handed
+ * out. Every STREAM watcher, once it has taken them, gets -ESHUTDOWN from resource_watch_next
+ * instead of being suspended, and resource_watch_idle_rv gives it the rv of this moment (so
+ * its reader can send a last BOOKMARK that skips nothing and end its stream cleanly; the
+ * events appended later are for the replica the client moves to). Suspended watchers are
+ * woken now. New watches are still attached and drain the same way. The first call counts;
+ * later ones do nothing. Any thread.
  */
 void resource_drain_watches(struct resource *res);
 
@@ -236,7 +238,8 @@ ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring
 /*
  * For a BOOKMARK: when <w> has taken every event appended so far (nothing pending), sets *rv
  * to the current rv and returns true, both read under one lock, so a bookmark never overtakes
- * an event the watcher has not sent yet. Returns false when events are pending.
+ * an event the watcher has not sent yet. Returns false when events are pending. After
+ * resource_drain_watches: the same for the events and the rv of the moment the drain began.
  */
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv);
 

@@ -788,18 +788,27 @@ Test(resource, drain_hands_out_what_is_pending_then_eshutdown, .timeout = 120)
     cr_assert(resource_watch_idle_rv(res, &idle, &rv));
     cr_assert_eq(rv, 13);
     cr_assert_eq(resource_watch_next(res, &idle, ev, 4), -ESHUTDOWN);
-    /* an event appended during the drain still goes out before the end */
+    /* events appended during the drain are not handed out (the next replica delivers
+     * them): the end and its rv stay those of the moment the drain began */
     put(res, WATCH_DELETED, "b", "y", 14);
+    resource_progress(res, 15);
+    cr_assert_eq(resource_rv(res), 15);
     cr_assert_eq(atomic_load(&ki.calls), 2, "a draining watcher is not suspended");
-    cr_assert_eq(resource_watch_take(res, &idle, ev, 4), 1);
-    cr_assert_eq(ev[0].rv, 14);
     cr_assert_eq(resource_watch_take(res, &idle, ev, 4), 0, "take never ends a stream");
     cr_assert_eq(resource_watch_next(res, &idle, ev, 4), -ESHUTDOWN);
-    /* new watches are still attached, replay, and end the same way */
-    cr_assert_eq(resource_watch_from(res, &late, 12, NULL), 0);
+    cr_assert(resource_watch_idle_rv(res, &idle, &rv));
+    cr_assert_eq(rv, 13);
+    /* new watches are still attached, replay up to the drain's moment, and end the same way */
+    cr_assert_eq(resource_watch_from(res, &late, 11, NULL), 0);
+    cr_assert_not(resource_watch_idle_rv(res, &late, &rv));
     cr_assert_eq(drain(res, &late, rvs, 4), -ESHUTDOWN);
-    cr_assert(rvs[0] == 13 && rvs[1] == 14);
-    resource_drain_watches(res); /* idempotent */
+    cr_assert(rvs[0] == 12 && rvs[1] == 13);
+    cr_assert(resource_watch_idle_rv(res, &late, &rv));
+    cr_assert_eq(rv, 13);
+    resource_drain_watches(res); /* the first call counts */
+    cr_assert_eq(resource_watch_next(res, &late, ev, 4), -ESHUTDOWN);
+    cr_assert(resource_watch_idle_rv(res, &late, &rv));
+    cr_assert_eq(rv, 13);
     cr_assert_eq(atomic_load(&kl.calls), 0);
     resource_watch_detach(res, &idle);
     resource_watch_detach(res, &busy);
