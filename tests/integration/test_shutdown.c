@@ -12,14 +12,17 @@
  * CTest sets KWP_SHUTDOWN_DELAY=0 for every proxy; the proxies here that are terminated
  * pass --shutdown-delay themselves (flags win over the environment).
  */
+#define _GNU_SOURCE /* strcasestr */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -418,5 +421,81 @@ Test(shutdown, a_client_that_does_not_read_is_dropped_in_time, .timeout = 90)
     expect_exit_0(&f, t0 + 1000 + 2500);
     close(fd);
     watch_close(wa);
+    fixture_down(&f);
+}
+
+/* Reads from <fd> into <buf> (at most <cap> - 1 bytes, NUL-terminated) until <needle> is in
+ * it (NULL: until the peer closes) or <ms> passed. Returns true when that happened. */
+static bool read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle, long ms)
+{
+    uint64_t end = http_now_ms() + (uint64_t)ms;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        uint64_t now = http_now_ms();
+        ssize_t got;
+
+        buf[*len] = '\0';
+        if (needle != NULL && strstr(buf, needle) != NULL) {
+            return true;
+        }
+        if (now >= end || *len + 1 >= cap) {
+            return false;
+        }
+        if (poll(&pfd, 1, (int)(end - now)) <= 0) {
+            continue;
+        }
+        got = recv(fd, buf + *len, cap - 1 - *len, 0);
+        if (got == 0) {
+            return needle == NULL;
+        }
+        if (got < 0) {
+            return false;
+        }
+        *len += (size_t)got;
+    }
+}
+
+Test(shutdown, a_kept_alive_connection_closes_after_its_next_request, .timeout = 90)
+{
+    static char buf[4 << 20];
+    static const char list[] =
+        "GET /api/v1/pods?resourceVersion=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    struct fixture f;
+    char req[256];
+    const char *end, *last;
+    size_t len = 0;
+    int fd;
+
+    fixture_up(&f, "1s", NULL);
+    fd = sock_connect(f.a.url, 0);
+    snprintf(req, sizeof(req),
+             "GET /api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%" PRIu64
+             " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+             f.list_rv);
+    cr_assert(sock_send_all(fd, req, strlen(req)));
+    cr_assert(read_until(fd, buf, sizeof(buf), &len, "\r\n\r\n", 10000), "no watch headers");
+    cr_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%.200s", buf);
+    cr_assert_null(strcasestr(buf, "Connection: close"), "%.400s", buf);
+    cr_assert_eq(proc_kill(f.a.p, SIGTERM), 0);
+    /* the watch ends with its terminal chunk, the BOOKMARK the last frame before it */
+    cr_assert(read_until(fd, buf, sizeof(buf), &len, "\r\n0\r\n\r\n", DELAY_MS + 3000),
+              "no end of the chunked watch: %.300s", len > 300 ? buf + len - 300 : buf);
+    end = strstr(buf, "\r\n0\r\n\r\n");
+    last = NULL;
+    for (const char *p = strstr(buf, "{\"type\":"); p != NULL && p < end;
+         p = strstr(p + 1, "{\"type\":")) {
+        last = p;
+    }
+    cr_assert(last != NULL && strncmp(last, "{\"type\":\"BOOKMARK\"", 18) == 0, "last: %.200s",
+              last ? last : "(none)");
+    /* the next request on the connection is answered, with Connection: close, then the close */
+    cr_assert(sock_send_all(fd, list, strlen(list)));
+    len = 0;
+    cr_assert(read_until(fd, buf, sizeof(buf), &len, NULL, 5000), "the connection stayed open");
+    cr_assert(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%.200s", buf);
+    cr_assert_not_null(strcasestr(buf, "\r\nConnection: close\r\n"), "%.400s", buf);
+    close(fd);
+    expect_exit_0(&f, http_now_ms() + EXIT_MS);
     fixture_down(&f);
 }
