@@ -53,7 +53,7 @@
 #define PROXY_MAX_FLAGS 64           /* the proxy's flags, the upstream flags and a command's own */
 #define PROXY_WHY_MAX 1024           /* a /readyz reason */
 #define PROXY_SHUTDOWN_DELAY_MS 5000 /* kube-apiserver's --shutdown-delay-duration, for kwp */
-#define PROXY_DRAIN_MS 1000       /* after the delay: watches end within this, else are dropped */
+#define PROXY_DRAIN_MS 2000       /* after the delay: watches end within this, else are dropped */
 #define PROXY_SETTLE_MS 3000      /* proxy_stop: requests in flight get this long to finish */
 #define PROXY_DRAIN_SETTLE_MS 500 /* the same after a drain, which already gave them time */
 
