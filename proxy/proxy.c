@@ -456,20 +456,31 @@ static unsigned long long watches_open(const struct proxy *p)
     return total;
 }
 
+/* Drains the resources from index *<done> on, up to those registered now. */
+static void drain_from(struct proxy *p, size_t *done)
+{
+    size_t n = registry_len(p->reg);
+
+    for (; *done < n; (*done)++) {
+        resource_drain_watches(registry_at(p->reg, *done)->res);
+    }
+}
+
 /*
  * The graceful part of a SIGTERM/SIGINT, before proxy_stop (README "Rolling updates"):
  * /readyz fails at once and everything is served as before for --shutdown-delay, so that the
  * endpoints controller takes this replica out of its Service first (kube-apiserver's
  * --shutdown-delay-duration); a second signal ends the delay early. Then no new connection is
  * accepted and every cached watch is drained on its own MHD thread (resource_drain_watches
- * wakes the suspended ones): what was appended so far goes out, then one last BOOKMARK where
- * the watch allows bookmarks, then the clean end of its chunked stream. Whatever is still open
+ * wakes the suspended ones): what was appended before goes out, then one last BOOKMARK where
+ * the watch allows bookmarks, then the clean end of its chunked stream (a resource first used
+ * meanwhile is drained as it appears). Whatever is still open
  * after PROXY_DRAIN_MS (a client that does not read) is left to proxy_stop, which drops it.
  * Forwarded watches are not drained: proxy_stop ends them. Main thread.
  */
 static void proxy_drain(struct proxy *p, const sigset_t *set)
 {
-    size_t n = registry_len(p->reg);
+    size_t drained = 0;
     unsigned long long left;
     int64_t start, end;
     int sig;
@@ -491,12 +502,11 @@ static void proxy_drain(struct proxy *p, const sigset_t *set)
              "watches=%llu msg=\"not accepting connections; ending every watch (a BOOKMARK first "
              "where the watch allows bookmarks)\"",
              watches_open(p));
-    for (size_t i = 0; i < n; i++) {
-        resource_drain_watches(registry_at(p->reg, i)->res);
-    }
+    drain_from(p, &drained);
     end = start + PROXY_DRAIN_MS;
     while ((left = watches_open(p)) > 0 && clock_mono_ms() < end) {
         sig = signal_wait(set, 10);
+        drain_from(p, &drained);
         if (sig != 0) {
             log_info("proxy",
                      "signal=%d watches=%llu msg=\"another signal: not waiting for the "
