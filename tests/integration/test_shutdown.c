@@ -1,10 +1,11 @@
 /*
  * test_shutdown.c - rolling updates without relists (issue 13): what `kwp proxy` does on
  * SIGTERM. /readyz turns 503 at once while everything is still served for --shutdown-delay;
- * then every cached watch gets what is pending, a last BOOKMARK when it allows bookmarks,
- * and a clean end of its chunked stream; the process exits 0 soon after. An informer-like
- * client that lists and watches replica A, is cut off by A's SIGTERM, and re-watches replica
- * B from the bookmark's resourceVersion gets no 410 and neither loses nor repeats an event.
+ * then every cached watch gets what was appended before, a last BOOKMARK when it allows
+ * bookmarks, and a clean end of its chunked stream; the process exits 0 soon after. The
+ * informer-like client that lists and watches replica A, is cut off by A's SIGTERM, and
+ * re-watches replica B from the bookmark's resourceVersion gets no 410 and neither loses nor
+ * repeats an event.
  *
  * One `kwp sim --churn` writes pods all along; a watch on the simulator itself, opened at the
  * client's list RV, is the reference event log the client's events are compared with (type,
@@ -38,9 +39,9 @@
 
 #define READY_MS 30000L
 #define POLL_MS 10L
-#define DELAY_MS                                                                                   \
-    2000L             /* --shutdown-delay of the replica that is terminated (the checks made       \
-                       * during it need a margin on a loaded machine) */
+/* --shutdown-delay of the replica that is terminated (the checks made during it need a margin
+ * on a loaded machine) */
+#define DELAY_MS 2000L
 #define EXIT_MS 2000L /* it exits within the delay plus this */
 #define MAX_EVENTS 4096
 
