@@ -285,21 +285,34 @@ static size_t expect_last_bookmark(struct watch *w)
 static size_t watch_through_shutdown(struct fixture *f, bool bookmarks, struct evlog *got,
                                      uint64_t *bm_rv)
 {
-    struct watch *wa;
-    uint64_t t0;
+    static struct evlog late_got;
+    struct watch *wa, *late;
+    uint64_t t0, late_bm = 0;
     size_t n;
 
     fixture_up(f, "2s", NULL);
     wa = client_watch(f->a.url, f->list_rv, bookmarks);
     terminate_and_check_delay(f, wa, &t0);
+    /* a watch a Service still routes here during the delay is served, and drained alike */
+    late = client_watch(f->a.url, f->list_rv, bookmarks);
     expect_clean_end(wa, t0 + DELAY_MS);
+    expect_clean_end(late, t0 + DELAY_MS);
     expect_exit_0(f, t0 + DELAY_MS + EXIT_MS);
     if (bookmarks) {
         (void)expect_last_bookmark(wa);
+        (void)expect_last_bookmark(late);
     }
     got->n = 0;
     n = evlog_add(got, wa, 0, watch_line_count(wa), UINT64_MAX, bm_rv);
     cr_assert_gt(got->n, 0);
+    late_got.n = 0;
+    cr_assert_eq(evlog_add(&late_got, late, 0, watch_line_count(late), UINT64_MAX, &late_bm), n);
+    cr_assert_eq(late_bm, *bm_rv);
+    cr_assert_eq(late_got.n, got->n, "the two watches from rv %" PRIu64 " ended apart", f->list_rv);
+    for (size_t i = 0; i < got->n; i++) {
+        cr_assert_str_eq(late_got.e[i], got->e[i], "event %zu", i);
+    }
+    watch_close(late);
     watch_close(wa);
     return n;
 }
