@@ -7,6 +7,9 @@
  * drain thread copies the rest of stdout to <dir>/stdout.log so the child never blocks on a
  * full pipe. Readiness is that line, never a sleep.
  *
+ * The child gets this process's environment, plus KWP_SHUTDOWN_DELAY=0 unless it is set (a
+ * proxy a test stops exits at once; a test of the delay passes --shutdown-delay).
+ *
  * Only the spawned child is ever signalled, by its PID. The child gets PR_SET_PDEATHSIG
  * (SIGKILL) so a test process that dies on a failed assertion cannot leak a server, and an
  * atexit hook kills any child still running and prints where its log is.
