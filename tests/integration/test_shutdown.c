@@ -10,8 +10,8 @@
  * One `kwp sim --churn` writes pods all along; a watch on the simulator itself, opened at the
  * client's list RV, is the reference event log the client's events are compared with (type,
  * namespace/name, RV, in order). Processes on 127.0.0.1:0; every wait is a bounded poll.
- * CTest sets KWP_SHUTDOWN_DELAY=0 for every proxy; the proxies here that are terminated
- * pass --shutdown-delay themselves (flags win over the environment).
+ * proc_spawn (and CTest) set KWP_SHUTDOWN_DELAY=0 for every proxy; the proxies here pass
+ * --shutdown-delay themselves (flags win over the environment).
  */
 #define _GNU_SOURCE /* strcasestr */
 #include <errno.h>
