@@ -97,18 +97,20 @@ struct resource {
     struct watcher **due; /* min-heap on due_ms: watchers to wake at a time (see tick) */
     size_t due_len;
     size_t due_cap;
-    uint64_t rv;        /* current rv (events, progress, relists) */
-    uint64_t epoch;     /* bumped by every relist; ends older STREAM watchers */
-    bool ready;         /* a relist completed and upstream has not broken since */
-    bool closing;       /* resource_close_all ran: no new watchers */
-    bool draining;      /* resource_drain_watches ran: STREAM watchers end at drain_seq */
-    uint64_t drain_seq; /* the ring's head when the drain began: what is still handed out */
-    uint64_t drain_rv;  /* rv when the drain began: every event up to it is below drain_seq */
-    int64_t since_ms;   /* when <ready> last changed */
+    uint64_t rv;      /* current rv (events, progress, relists) */
+    uint64_t epoch;   /* bumped by every relist; ends older STREAM watchers */
+    bool ready;       /* a relist completed and upstream has not broken since */
+    bool closing;     /* resource_close_all ran: no new watchers */
+    int64_t since_ms; /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
     uint64_t n_streams;
     uint64_t n_laggards;
+
+    /* resource_drain_watches ran: STREAM watchers end at drain_seq */
+    bool draining;
+    uint64_t drain_seq; /* the ring's head when the drain began: what is still handed out */
+    uint64_t drain_rv;  /* rv when the drain began: every event up to it is below drain_seq */
 };
 
 /* ---- wake-up collection ------------------------------------------------------------------ */

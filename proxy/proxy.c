@@ -50,12 +50,16 @@
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
 #define PROXY_MAX_RESOURCES 1024
-#define PROXY_MAX_FLAGS 64           /* the proxy's flags, the upstream flags and a command's own */
-#define PROXY_WHY_MAX 1024           /* a /readyz reason */
-#define PROXY_SHUTDOWN_DELAY_MS 5000 /* kube-apiserver's --shutdown-delay-duration, for kwp */
-#define PROXY_DRAIN_MS 2000       /* after the delay: watches end within this, else are dropped */
-#define PROXY_SETTLE_MS 3000      /* proxy_stop: requests in flight get this long to finish */
-#define PROXY_DRAIN_SETTLE_MS 500 /* the same after a drain, which already gave them time */
+#define PROXY_MAX_FLAGS 64 /* the proxy's flags, the upstream flags and a command's own */
+#define PROXY_WHY_MAX 1024 /* a /readyz reason */
+
+/* Shutdown: the default --shutdown-delay (kube-apiserver's --shutdown-delay-duration, for
+ * kwp); after it, how long watches get to end before they are dropped; how long requests in
+ * flight then get in proxy_stop (less after a drain, which already gave them time). */
+#define PROXY_SHUTDOWN_DELAY_MS 5000
+#define PROXY_DRAIN_MS 2000
+#define PROXY_SETTLE_MS 3000
+#define PROXY_DRAIN_SETTLE_MS 500
 
 struct proxy_opts {
     const char *listen;
@@ -474,9 +478,9 @@ static void drain_from(struct proxy *p, size_t *done)
  * accepted and every cached watch is drained on its own MHD thread (resource_drain_watches
  * wakes the suspended ones): what was appended before goes out, then one last BOOKMARK where
  * the watch allows bookmarks, then the clean end of its chunked stream (a resource first used
- * meanwhile is drained as it appears). Whatever is still open
- * after PROXY_DRAIN_MS (a client that does not read) is left to proxy_stop, which drops it.
- * Forwarded watches are not drained: proxy_stop ends them. Main thread.
+ * meanwhile is drained as it appears). Whatever is still open after PROXY_DRAIN_MS (a client
+ * that does not read) is left to proxy_stop, which drops it. Forwarded watches are not
+ * drained: proxy_stop ends them. Main thread.
  */
 static void proxy_drain(struct proxy *p, const sigset_t *set)
 {
