@@ -40,6 +40,9 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FD_SLACK = 200  # descriptors a kwp process needs besides its connections
 RELEASE_S = 5   # a quiet watch gives its write buffer back after this (proxy/handlers.c)
+# A proxy stopped between runs exits at once instead of serving on for --shutdown-delay (the
+# environment twin: binaries older than the flag ignore it). Imported by the other scripts.
+os.environ.setdefault("KWP_SHUTDOWN_DELAY", "0")
 
 
 def raise_nofile():

@@ -580,6 +580,9 @@ int main(int argc, char **argv)
     parse(argc, argv, &o);
     n_bins = o.kwp[1] != NULL ? 2 : 1;
     signal(SIGPIPE, SIG_IGN);
+    /* the proxies stopped between runs exit at once (the flag's environment twin, which a
+     * binary older than --shutdown-delay ignores) */
+    setenv("KWP_SHUTDOWN_DELAY", "0", 0);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     printf("kwp_bench_pages: after=%s before=%s\n", o.kwp[0], o.kwp[1] ? o.kwp[1] : "(none)");
     for (size_t i = 0; i < o.n_objects; i++) {

@@ -16,6 +16,7 @@
 set -u
 MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
 K=${KWP_BIN:-build/kwp}
+export KWP_SHUTDOWN_DELAY=${KWP_SHUTDOWN_DELAY:-0} # the proxy exits at once when stopped
 D=$(mktemp -d)
 SIM= PX=
 trap 'kill ${PX:-} ${SIM:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT

@@ -107,6 +107,11 @@ struct resource {
     uint64_t n_relists_kept;
     uint64_t n_streams;
     uint64_t n_laggards;
+
+    /* resource_drain_watches ran: STREAM watchers end at drain_seq */
+    bool draining;
+    uint64_t drain_seq; /* the ring's head when the drain began: what is still handed out */
+    uint64_t drain_rv;  /* rv when the drain began: every event up to it is below drain_seq */
 };
 
 /* ---- wake-up collection ------------------------------------------------------------------ */
@@ -965,6 +970,28 @@ void resource_close_all(struct resource *res)
     wakeset_run(&ws);
 }
 
+void resource_drain_watches(struct resource *res)
+{
+    struct wakeset ws;
+
+    wakeset_init(&ws);
+    lock(res);
+    if (!res->draining) {
+        res->draining = true;
+        res->drain_seq = ring_head(res->ring);
+        res->drain_rv = res->rv;
+    }
+    /* A suspended STREAM watcher has nothing in its scope pending (see tick_wake): woken at
+     * the head, its next call finds nothing more and gets -ESHUTDOWN. */
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        if (w->suspended) {
+            wake_stream(&ws, w, ring_head(res->ring));
+        }
+    }
+    unlock(res);
+    wakeset_run(&ws);
+}
+
 void resource_end_watches(struct resource *res)
 {
     struct wakeset ws;
@@ -1241,6 +1268,9 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     }
     head = ring_head(res->ring);
     BUG_ON(w->cursor > head);
+    if (res->draining && head > res->drain_seq) {
+        head = res->drain_seq; /* later events are the next replica's to deliver */
+    }
     while (w->cursor < head && (size_t)n < max) {
         const struct ring_event *e = ring_at(res->ring, w->cursor);
 
@@ -1262,7 +1292,11 @@ static ssize_t watch_next(struct resource *res, struct watcher *w, struct ring_e
     /* Set under the same lock the writers test it under, so an event appended after this
      * unlock always finds the flag set and wakes us: no lost wake-up. */
     if (n == 0 && max > 0 && may_suspend) {
-        sleep_add(res, w);
+        if (res->draining && w->cursor >= head) {
+            n = -ESHUTDOWN; /* caught up: the reader ends its stream rather than wait */
+        } else {
+            sleep_add(res, w);
+        }
     }
 out:
     unlock(res);
@@ -1271,12 +1305,14 @@ out:
 
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv)
 {
+    uint64_t end;
     bool idle;
 
     lock(res);
-    idle = w->attached && w->kind == WATCHER_STREAM && w->cursor >= ring_head(res->ring);
+    end = res->draining ? res->drain_seq : ring_head(res->ring);
+    idle = w->attached && w->kind == WATCHER_STREAM && w->cursor >= end;
     if (idle) {
-        *rv = res->rv;
+        *rv = res->draining ? res->drain_rv : res->rv;
     }
     unlock(res);
     return idle;

@@ -162,6 +162,17 @@ void resource_compact(struct resource *res, uint64_t rv);
  * while the resource keeps serving; new watches are accepted. */
 void resource_end_watches(struct resource *res);
 
+/*
+ * Shutdown, before resource_close_all: the events appended so far are the last ones handed
+ * out. Every STREAM watcher, once it has taken them, gets -ESHUTDOWN from resource_watch_next
+ * instead of being suspended, and resource_watch_idle_rv gives it the rv of this moment (so
+ * its reader can send a last BOOKMARK that skips nothing and end its stream cleanly; the
+ * events appended later are for the replica the client moves to). Suspended watchers are
+ * woken now. New watches are still attached and drain the same way. The first call counts;
+ * later ones do nothing. Any thread.
+ */
+void resource_drain_watches(struct resource *res);
+
 /* Ends every watcher (shutdown) and wakes them; later attaches are refused (see below). */
 void resource_close_all(struct resource *res);
 
@@ -239,8 +250,9 @@ int resource_wait_rv(struct resource *res, struct watcher *w, uint64_t rv, int64
  * segments they sit in, see ring.h). A batch may stop short of <max> at a segment boundary
  * when <max> > RING_SEG; with <max> <= RING_SEG a short batch means nothing more was pending.
  * Returns >0 (count), 0 when nothing is pending (w->suspended is then set: the caller must
- * suspend its connection, or call again if it cannot), or -EPIPE when the watch must end
- * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill).
+ * suspend its connection, or call again if it cannot), -EPIPE when the watch must end
+ * (relist, fell out of the ring, compaction, shutdown, or resource_watch_kill), or
+ * -ESHUTDOWN when nothing is pending after resource_drain_watches (w->suspended not set).
  */
 ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
@@ -248,7 +260,8 @@ ssize_t resource_watch_next(struct resource *res, struct watcher *w, struct ring
 /*
  * For a BOOKMARK: when <w> has taken every event appended so far (nothing pending), sets *rv
  * to the current rv and returns true, both read under one lock, so a bookmark never overtakes
- * an event the watcher has not sent yet. Returns false when events are pending.
+ * an event the watcher has not sent yet. Returns false when events are pending. After
+ * resource_drain_watches: the same for the events and the rv of the moment the drain began.
  */
 bool resource_watch_idle_rv(struct resource *res, struct watcher *w, uint64_t *rv);
 

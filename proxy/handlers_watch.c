@@ -5,7 +5,9 @@
  * than MHD's buffer goes through an overflow buffer that is drained at UTF-8 boundaries, so
  * no chunk ever splits a character). When nothing is pending it suspends; the resource wakes
  * it after the next append, the tick when a bookmark or the deadline is due, or when the
- * sweep finds the peer gone.
+ * sweep finds the peer gone. At shutdown (resource_drain_watches) a watch that has sent what
+ * was appended before the drain ends cleanly instead of suspending, after one last BOOKMARK
+ * when it allows bookmarks.
  *
  * The hot path (emit_*, watch_fill, shared frames) is direct calls and memcpy into MHD's
  * buffer: no function pointers, one copy per frame and watcher. It owns the watch fields of
@@ -449,6 +451,36 @@ static void batch_give(struct ring_event *b)
     free(b);
 }
 
+/*
+ * Shutdown (resource_drain_watches): every event appended before the drain began has been
+ * written. A watch that allows bookmarks gets one last BOOKMARK at the rv of that moment,
+ * read under the lock that says nothing before it is pending (so it never skips an event this
+ * watch has not been sent), and never below what the client already holds; its client then
+ * re-watches from there on another replica without a relist, and gets the later events there.
+ * Returns false when events are pending after all (they go out first). Called with nothing in
+ * <buf> (*n == 0), so the frame always fits or is staged.
+ */
+static bool shutdown_bookmark(struct hreq *h, char *buf, size_t max, size_t *n)
+{
+    uint64_t rv = 0;
+
+    if (!h->bookmarks) {
+        return true;
+    }
+    if (!resource_watch_idle_rv(h->ar->res, &h->w, &rv)) {
+        return false;
+    }
+    if (rv < h->last_rv) {
+        rv = h->last_rv;
+    }
+    if (rv < h->watermark) {
+        rv = h->watermark; /* a watch from an rv ahead of this cache: the client has that */
+    }
+    (void)emit_bookmark(h, buf, max, n, rv, false);
+    h->last_rv = rv;
+    return true;
+}
+
 static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
 {
     size_t n = 0;
@@ -558,6 +590,13 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
         }
         batch_give(h->pend); /* an idle watch holds no batch array */
         h->pend = NULL;
+        if (got == -ESHUTDOWN) {
+            if (!shutdown_bookmark(h, buf, max, &n)) {
+                continue; /* events are pending after all: they go out first */
+            }
+            h->ending = true;
+            return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
+        }
         if (got < 0) {
             h->ending = true;
             return n > 0 ? (ssize_t)n : HTTP_STREAM_END;

@@ -77,6 +77,7 @@ struct http_server {
     atomic_uint active;
     atomic_uint bodies;      /* http_reply_iov bodies alive (LISTs, GETs) */
     atomic_uint bodies_peak; /* most alive at once since the last trim */
+    atomic_bool closing;     /* quiesced: each response from now on closes its connection */
     struct tls_certs *certs; /* https: the serving certificate, re-read when it changes */
     char *tls_trust;         /* --client-ca-file PEM, kept for the daemon's lifetime */
     int listen_fd;           /* ours: the acceptor hands connections to MHD (-1 once closed) */
@@ -939,6 +940,7 @@ void http_server_quiesce(struct http_server *srv)
 {
     uint64_t one = 1;
 
+    atomic_store(&srv->closing, true);
     if (srv->acceptor_started) {
         (void)!write(srv->wake_fd, &one, sizeof(one));
         pthread_join(srv->acceptor, NULL);
@@ -1152,6 +1154,11 @@ static void queue(struct http_req *req, int code, const char *content_type,
     }
     if (code >= 400) {
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    }
+    if (atomic_load(&req->srv->closing)) {
+        /* shutting down: a client's next request must open a connection (to another
+         * replica), as Go's http.Server does once Shutdown began */
+        MHD_add_response_header(resp, "Connection", "close");
     }
     req_free_headers(req); /* MHD copied them */
     req->replied = true;

@@ -65,7 +65,10 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
 /* The bound "http://HOST:PORT". */
 const char *http_server_url(const struct http_server *srv);
 
-/* Stops accepting new connections (MHD_quiesce_daemon). */
+/* Stops accepting new connections; open ones stay, but every response queued from now on
+ * carries "Connection: close", so each connection ends after its current request (a client
+ * that follows a finished watch with another request gets that one answered, then the close).
+ * Idempotent; main thread. */
 void http_server_quiesce(struct http_server *srv);
 
 /* Stops the server (the app must have woken every suspended request first) and frees it. */

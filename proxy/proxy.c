@@ -53,6 +53,14 @@
 #define PROXY_MAX_FLAGS 64 /* the proxy's flags, the upstream flags and a command's own */
 #define PROXY_WHY_MAX 1024 /* a /readyz reason */
 
+/* Shutdown: the default --shutdown-delay (kube-apiserver's --shutdown-delay-duration, for
+ * kwp); after it, how long watches get to end before they are dropped; how long requests in
+ * flight then get in proxy_stop (less after a drain, which already gave them time). */
+#define PROXY_SHUTDOWN_DELAY_MS 5000
+#define PROXY_DRAIN_MS 2000
+#define PROXY_SETTLE_MS 3000
+#define PROXY_DRAIN_SETTLE_MS 500
+
 struct proxy_opts {
     const char *listen;
     const char *upstream;
@@ -92,6 +100,7 @@ struct proxy_opts {
     int64_t authz_ttl_ms;
     int64_t authz_denied_ttl_ms;
     const char *metrics_listen;
+    int64_t shutdown_delay_ms;
 };
 
 struct proxy {
@@ -107,6 +116,7 @@ struct proxy {
     struct auth *auth;               /* NULL with --auth none */
     struct gate *gate;               /* NULL with --auth none */
     struct http_server *metrics_srv; /* --metrics-listen, or NULL */
+    atomic_bool shutting_down;       /* a SIGTERM/SIGINT came: /readyz fails */
 };
 
 /* ---- registry -------------------------------------------------------------------------- */
@@ -215,6 +225,10 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
 {
     size_t n = registry_len(p->reg);
 
+    if (atomic_load(&p->shutting_down)) {
+        snprintf(why, why_len, "shutting down");
+        return false;
+    }
     if (upstream_problem(p->up, why, why_len)) {
         return false;
     }
@@ -364,7 +378,9 @@ static void opts_defaults(struct proxy_opts *o)
     o->authz_denied_ttl_ms = AUTH_DEFAULT_TTL_MS;
 }
 
-static void proxy_stop(struct proxy *p)
+/* Stops and frees everything; requests still in flight get up to <settle_ms> to finish
+ * before the server closes their connections. */
+static void proxy_stop(struct proxy *p, int64_t settle_ms)
 {
     size_t n;
 
@@ -388,7 +404,7 @@ static void proxy_stop(struct proxy *p)
     }
     passthrough_free(p->pt);
     p->pt = NULL;
-    for (int i = 0; p->srv && i < 300 && http_server_active(p->srv) > 0; i++) {
+    for (int64_t i = 0; p->srv && i < settle_ms / 10 && http_server_active(p->srv) > 0; i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -402,6 +418,116 @@ static void proxy_stop(struct proxy *p)
     upstream_free(p->up);
     pthread_mutex_destroy(&p->add_lock);
     free(p);
+}
+
+/* ---- graceful shutdown ------------------------------------------------------------------ */
+
+/* Waits up to <ms> for SIGTERM/SIGINT (blocked in every thread). Returns the signal, or 0
+ * when none came. Main thread. */
+static int signal_wait(const sigset_t *set, int64_t ms)
+{
+    int64_t end = clock_mono_ms() + ms;
+
+    for (;;) {
+        int64_t left = end - clock_mono_ms();
+        struct timespec ts;
+        int sig;
+
+        if (left <= 0) {
+            return 0;
+        }
+        ts.tv_sec = (time_t)(left / 1000);
+        ts.tv_nsec = (long)(left % 1000) * 1000000L;
+        sig = sigtimedwait(set, NULL, &ts);
+        if (sig > 0) {
+            return sig;
+        }
+        if (errno != EINTR) {
+            return 0; /* EAGAIN: the time is up */
+        }
+    }
+}
+
+/* Downstream watches served from the cache and open now, over every resource. */
+static unsigned long long watches_open(const struct proxy *p)
+{
+    size_t n = registry_len(p->reg);
+    unsigned long long total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        total += atomic_load(&registry_at(p->reg, i)->ctr.watches_open);
+    }
+    return total;
+}
+
+/* Drains the resources from index *<done> on, up to those registered now. */
+static void drain_from(struct proxy *p, size_t *done)
+{
+    size_t n = registry_len(p->reg);
+
+    for (; *done < n; (*done)++) {
+        resource_drain_watches(registry_at(p->reg, *done)->res);
+    }
+}
+
+/*
+ * The graceful part of a SIGTERM/SIGINT, before proxy_stop (README "Rolling updates"):
+ * /readyz fails at once and everything is served as before for --shutdown-delay, so that the
+ * endpoints controller takes this replica out of its Service first (kube-apiserver's
+ * --shutdown-delay-duration); a second signal ends the delay early. Then no new connection is
+ * accepted and every cached watch is drained on its own MHD thread (resource_drain_watches
+ * wakes the suspended ones): what was appended before goes out, then one last BOOKMARK where
+ * the watch allows bookmarks, then the clean end of its chunked stream (a resource first used
+ * meanwhile is drained as it appears). Whatever is still open after PROXY_DRAIN_MS (a client
+ * that does not read) is left to proxy_stop, which drops it. Forwarded watches are not
+ * drained: proxy_stop ends them. Main thread.
+ */
+static void proxy_drain(struct proxy *p, const sigset_t *set)
+{
+    size_t drained = 0;
+    unsigned long long left;
+    int64_t start, end;
+    int sig;
+
+    atomic_store(&p->shutting_down, true);
+    if (p->o.shutdown_delay_ms > 0) {
+        log_info("proxy",
+                 "delay_ms=%lld msg=\"/readyz fails from now; serving on for the shutdown "
+                 "delay\"",
+                 (long long)p->o.shutdown_delay_ms);
+        sig = signal_wait(set, p->o.shutdown_delay_ms);
+        if (sig != 0) {
+            log_info("proxy", "signal=%d msg=\"second signal: shutdown delay cut short\"", sig);
+        }
+    }
+    http_server_quiesce(p->srv);
+    start = clock_mono_ms();
+    log_info("proxy",
+             "watches=%llu msg=\"not accepting connections; ending every watch (a BOOKMARK first "
+             "where the watch allows bookmarks)\"",
+             watches_open(p));
+    drain_from(p, &drained);
+    end = start + PROXY_DRAIN_MS;
+    while ((left = watches_open(p)) > 0 && clock_mono_ms() < end) {
+        sig = signal_wait(set, 10);
+        drain_from(p, &drained);
+        if (sig != 0) {
+            log_info("proxy",
+                     "signal=%d watches=%llu msg=\"another signal: not waiting for the "
+                     "watches\"",
+                     sig, left);
+            return;
+        }
+    }
+    if (left > 0) {
+        log_warn("proxy",
+                 "watches=%llu waited_ms=%lld msg=\"watches still open after the drain (clients "
+                 "not reading?): dropping them\"",
+                 left, (long long)(clock_mono_ms() - start));
+    } else {
+        log_info("proxy", "waited_ms=%lld msg=\"every watch ended\"",
+                 (long long)(clock_mono_ms() - start));
+    }
 }
 
 /* <s> as a JSON string literal for a log value, cut to <cap>. */
@@ -520,7 +646,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     }
     return p;
 fail:
-    proxy_stop(p);
+    proxy_stop(p, PROXY_SETTLE_MS);
     return NULL;
 }
 
@@ -725,7 +851,9 @@ static int run(struct proxy_opts *o, const struct proxy_cmd *cmd)
              http_server_url(p->srv), url, o->auth, (long long)o->threads);
     sigwait(&set, &sig);
     log_info("proxy", "signal=%d msg=\"shutting down\"", sig);
-    proxy_stop(p);
+    proxy_drain(p, &set);
+    proxy_stop(p, PROXY_DRAIN_SETTLE_MS);
+    log_info("proxy", "msg=\"stopped\"");
     if (embedded) {
         emb->stop(emb->ctx);
     }
@@ -783,6 +911,8 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     int rc;
 
     opts_defaults(&o);
+    /* `kwp demo` has no Service in front of it to take it out of rotation */
+    o.shutdown_delay_ms = cmd->embedded_only ? 0 : PROXY_SHUTDOWN_DELAY_MS;
     const struct config_opt proxy_flags[] = {
         {"listen", CFG_STR, &o.listen, 0, 0,
          "address to serve on, HOST:PORT (port 0 = any free port; default 127.0.0.1:8080)"},
@@ -850,6 +980,10 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
          "how long a denying SubjectAccessReview is cached (default 10s)"},
         {"metrics-listen", CFG_STR, &o.metrics_listen, 0, 0,
          "also serve /metrics without auth on this loopback HOST:PORT"},
+        {"shutdown-delay", CFG_DURATION, &o.shutdown_delay_ms, 0, 3600000,
+         "on SIGTERM/SIGINT: fail /readyz and keep serving this long, then end every watch (a "
+         "BOOKMARK first where allowed) and exit; a second signal cuts it short (default 5s; kwp "
+         "demo: 0)"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},

@@ -77,7 +77,9 @@ struct proxy_cmd {
 /*
  * Runs the proxy command <cmd> with argv (argv[0] is the command name): parses the flags,
  * finds the upstream (DESIGN.md's order; the embedded one when there is none), serves until
- * SIGTERM/SIGINT. Returns the process exit code: 0, 1 when it cannot start, 2 for bad flags.
+ * SIGTERM/SIGINT, then shuts down gracefully (--shutdown-delay of serving with /readyz failing,
+ * every cached watch drained, README "Rolling updates"). Returns the process exit code: 0, 1
+ * when it cannot start, 2 for bad flags.
  * Main thread only.
  */
 int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd);

@@ -6,6 +6,10 @@
 # holds a PID (a script empties it once it stopped that process itself) is stopped. Only
 # processes started here are signalled, by PID.
 
+# A proxy stopped here exits at once, run by ctest (which sets it too) or by hand: stop_pid
+# waits 5 s, the default --shutdown-delay.
+export KWP_SHUTDOWN_DELAY=${KWP_SHUTDOWN_DELAY:-0}
+
 # The PASS/FAIL counts, and the kwp processes start_kwp started (with their names and the
 # stdout drains) for kwp_finish.
 pass=0

@@ -343,10 +343,37 @@ static int status_to_code(int status)
     return -1;
 }
 
-/* Child side of fork: only async-signal-safe calls until execv. */
-static void child_exec(const char *const argv[], pid_t parent, int in_fd, int out_fd, int err_fd)
+/*
+ * The child's environment: this process's, plus KWP_SHUTDOWN_DELAY=0 unless it is set, so
+ * that a kwp proxy a test stops exits at once (ctest sets it as well; a test of the delay
+ * passes --shutdown-delay, which wins). A new array of lent strings (free the array only), or
+ * NULL when out of memory. Built before fork: the child may not allocate.
+ */
+static char **child_env(void)
 {
-    static const char msg[] = "proc: execv failed\n";
+    static char delay0[] = "KWP_SHUTDOWN_DELAY=0";
+    size_t n = 0;
+    char **env;
+
+    while (environ[n] != NULL) {
+        n++;
+    }
+    env = calloc(n + 2, sizeof(*env));
+    if (env == NULL) {
+        return NULL;
+    }
+    memcpy(env, environ, n * sizeof(*env));
+    if (getenv("KWP_SHUTDOWN_DELAY") == NULL) {
+        env[n] = delay0;
+    }
+    return env;
+}
+
+/* Child side of fork: only async-signal-safe calls until execve. */
+static void child_exec(const char *const argv[], char *const envp[], pid_t parent, int in_fd,
+                       int out_fd, int err_fd)
+{
+    static const char msg[] = "proc: execve failed\n";
     sigset_t all;
     int sig;
 
@@ -373,7 +400,7 @@ static void child_exec(const char *const argv[], pid_t parent, int in_fd, int ou
     }
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    execv(argv[0], (char *const *)argv);
+    execve(argv[0], (char *const *)argv, envp);
     if (write(2, msg, sizeof(msg) - 1) == -1) {
         /* nothing left to report to */
     }
@@ -454,6 +481,7 @@ struct proc *proc_spawn(const char *const argv[], char *url_out, size_t url_cap)
     int err_fd = -1;
     int null_fd = -1;
     pid_t parent = getpid();
+    char **envp;
     int rc;
 
     pthread_once(&registry_once, registry_init);
@@ -486,15 +514,22 @@ struct proc *proc_spawn(const char *const argv[], char *url_out, size_t url_cap)
         fprintf(stderr, "proc_spawn: setup: %s\n", strerror(errno));
         goto fail;
     }
+    envp = child_env();
+    if (envp == NULL) {
+        fprintf(stderr, "proc_spawn: out of memory\n");
+        goto fail;
+    }
     p->pid = fork();
     if (p->pid == -1) {
         fprintf(stderr, "proc_spawn: fork: %s\n", strerror(errno));
         p->pid = 0;
+        free(envp);
         goto fail;
     }
     if (p->pid == 0) {
-        child_exec(argv, parent, null_fd, pipefd[1], err_fd);
+        child_exec(argv, envp, parent, null_fd, pipefd[1], err_fd);
     }
+    free(envp);
     close(pipefd[1]);
     pipefd[1] = -1;
     close(err_fd);
@@ -560,10 +595,25 @@ int proc_kill(struct proc *p, int sig)
     return 0;
 }
 
+/* The child has been reaped with wait status <status>: frees <p>, returns the exit code. */
+static int proc_reaped(struct proc *p, int status)
+{
+    int code = status_to_code(status);
+
+    p->pid = 0;
+    registry_remove(p);
+    if (code != 0) {
+        fprintf(stderr, "proc_stop: exit status %d (0 expected)\n", code);
+        proc_dump_log(p, 8192);
+        fprintf(stderr, "proc_stop: logs kept in %s\n", p->dir);
+    }
+    proc_free(p, code != 0);
+    return code;
+}
+
 int proc_stop(struct proc *p)
 {
     int status;
-    int code;
 
     if (!p) {
         return 0;
@@ -578,16 +628,17 @@ int proc_stop(struct proc *p)
         kill(p->pid, SIGKILL);
         status = wait_child(p->pid, PROC_STOP_TIMEOUT_MS);
     }
-    code = status_to_code(status);
-    p->pid = 0;
-    registry_remove(p);
-    if (code != 0) {
-        fprintf(stderr, "proc_stop: exit status %d (0 expected)\n", code);
-        proc_dump_log(p, 8192);
-        fprintf(stderr, "proc_stop: logs kept in %s\n", p->dir);
+    return proc_reaped(p, status);
+}
+
+int proc_wait(struct proc *p, int timeout_ms)
+{
+    int status = wait_child(p->pid, timeout_ms);
+
+    if (status == -ETIMEDOUT) {
+        return -ETIMEDOUT;
     }
-    proc_free(p, code != 0);
-    return code;
+    return proc_reaped(p, status);
 }
 
 struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *const *b,

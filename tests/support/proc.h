@@ -7,6 +7,9 @@
  * drain thread copies the rest of stdout to <dir>/stdout.log so the child never blocks on a
  * full pipe. Readiness is that line, never a sleep.
  *
+ * The child gets this process's environment, plus KWP_SHUTDOWN_DELAY=0 unless it is set (a
+ * proxy a test stops exits at once; a test of the delay passes --shutdown-delay).
+ *
  * Only the spawned child is ever signalled, by its PID. The child gets PR_SET_PDEATHSIG
  * (SIGKILL) so a test process that dies on a failed assertion cannot leak a server, and an
  * atexit hook kills any child still running and prints where its log is.
@@ -56,6 +59,13 @@ struct proc *proc_spawn_kwp(const char *cmd, const char *const *a, const char *c
  * is removed. proc_stop(NULL) returns 0.
  */
 int proc_stop(struct proc *p);
+
+/*
+ * Waits up to <timeout_ms> for the child to exit by itself (it is not signalled). On exit it
+ * frees <p> and returns the exit status as proc_stop does (logs kept unless 0); on timeout it
+ * returns -ETIMEDOUT and <p> stays the caller's (proc_stop it).
+ */
+int proc_wait(struct proc *p, int timeout_ms);
 
 /* Sends <sig> (e.g. SIGSTOP / SIGCONT to freeze an upstream) to the child only.
  * Returns 0 or -errno (-ESRCH when it is already reaped). */

@@ -884,6 +884,77 @@ Test(resource, close_all_ends_everything_and_refuses_new, .timeout = 120)
     resource_free(res);
 }
 
+Test(resource, drain_hands_out_what_is_pending_then_eshutdown, .timeout = 120)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher idle, busy, scoped, late;
+    struct waker ki, kb, ks, kl;
+    struct ring_event ev[4];
+    uint64_t rvs[4] = {0}, rv = 0;
+
+    winit(&idle, &ki, res, NULL);
+    winit(&busy, &kb, res, NULL);
+    winit(&scoped, &ks, res, "a");
+    winit(&late, &kl, res, NULL);
+    cr_assert_eq(resource_watch_now(res, &idle, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &busy, NULL, NULL), 0);
+    cr_assert_eq(resource_watch_now(res, &scoped, NULL, NULL), 0);
+    cr_assert_eq(drain(res, &idle, NULL, 0), 0);   /* suspended */
+    cr_assert_eq(drain(res, &scoped, NULL, 0), 0); /* suspended */
+    put(res, WATCH_ADDED, "b", "x", 11);           /* idle is woken (running now), scoped not */
+    put(res, WATCH_ADDED, "b", "y", 12);
+    cr_assert_eq(drain(res, &idle, rvs, 4), 2); /* caught up: suspended again */
+    cr_assert(idle.suspended);
+    put(res, WATCH_MODIFIED, "b", "y", 13);
+    cr_assert_eq(atomic_load(&ki.calls), 2);
+    cr_assert_eq(atomic_load(&ks.calls), 0);
+    resource_drain_watches(res);
+    /* the suspended ones are woken: the scoped one too (nothing in its scope is pending);
+     * idle is running since 13 woke it; busy never suspended */
+    cr_assert_eq(atomic_load(&ks.calls), 1);
+    cr_assert_eq(atomic_load(&ki.calls), 2);
+    cr_assert_eq(atomic_load(&kb.calls), 0);
+    cr_assert_eq(resource_watch_next(res, &scoped, ev, 4), -ESHUTDOWN);
+    cr_assert_not(scoped.suspended);
+    /* what is pending goes out first, in order, then the end */
+    cr_assert_eq(drain(res, &busy, rvs, 4), -ESHUTDOWN);
+    cr_assert(rvs[0] == 11 && rvs[1] == 12 && rvs[2] == 13);
+    cr_assert_not(busy.suspended);
+    cr_assert_not(resource_watch_idle_rv(res, &idle, &rv));
+    cr_assert_eq(resource_watch_next(res, &idle, ev, 4), 1);
+    cr_assert_eq(ev[0].rv, 13);
+    cr_assert(resource_watch_idle_rv(res, &idle, &rv));
+    cr_assert_eq(rv, 13);
+    cr_assert_eq(resource_watch_next(res, &idle, ev, 4), -ESHUTDOWN);
+    /* events appended during the drain are not handed out (the next replica delivers
+     * them): the end and its rv stay those of the moment the drain began */
+    put(res, WATCH_DELETED, "b", "y", 14);
+    resource_progress(res, 15);
+    cr_assert_eq(resource_rv(res), 15);
+    cr_assert_eq(atomic_load(&ki.calls), 2, "a draining watcher is not suspended");
+    cr_assert_eq(resource_watch_take(res, &idle, ev, 4), 0, "take never ends a stream");
+    cr_assert_eq(resource_watch_next(res, &idle, ev, 4), -ESHUTDOWN);
+    cr_assert(resource_watch_idle_rv(res, &idle, &rv));
+    cr_assert_eq(rv, 13);
+    /* new watches are still attached, replay up to the drain's moment, and end the same way */
+    cr_assert_eq(resource_watch_from(res, &late, 11, NULL), 0);
+    cr_assert_not(resource_watch_idle_rv(res, &late, &rv));
+    cr_assert_eq(drain(res, &late, rvs, 4), -ESHUTDOWN);
+    cr_assert(rvs[0] == 12 && rvs[1] == 13);
+    cr_assert(resource_watch_idle_rv(res, &late, &rv));
+    cr_assert_eq(rv, 13);
+    resource_drain_watches(res); /* the first call counts */
+    cr_assert_eq(resource_watch_next(res, &late, ev, 4), -ESHUTDOWN);
+    cr_assert(resource_watch_idle_rv(res, &late, &rv));
+    cr_assert_eq(rv, 13);
+    cr_assert_eq(atomic_load(&kl.calls), 0);
+    resource_watch_detach(res, &idle);
+    resource_watch_detach(res, &busy);
+    resource_watch_detach(res, &scoped);
+    resource_watch_detach(res, &late);
+    resource_free(res);
+}
+
 Test(resource, detach_is_idempotent)
 {
     struct resource *res = new_ready(16, 10);

@@ -18,6 +18,7 @@
 #include <criterion/criterion.h>
 
 #include "proxy/config.h"
+#include "proxy/proxy.h"
 
 /* ---- fixture ------------------------------------------------------------------------- */
 
@@ -65,41 +66,67 @@ static void slurp(FILE *f, char *buf, size_t cap)
     fclose(f);
 }
 
-/* Runs config_parse on the NULL-terminated <args> (args[0] is the command name) with the
- * fixture's options, capturing stdout and stderr into <o>. Returns config_parse's result. */
-static int parse(struct vals *v, struct out *o, const char *const *args)
-{
-    struct config_opt opts[N_OPTS];
-    char *argv[32];
-    int argc = 0;
-    FILE *fo = tmpfile();
-    FILE *fe = tmpfile();
-    int saved_out, saved_err, rc;
+/* stdout and stderr redirected to temporary files while a call runs. */
+struct capture {
+    FILE *fo, *fe;
+    int saved_out, saved_err;
+};
 
-    cr_assert(fo != NULL && fe != NULL);
+static void capture_begin(struct capture *c)
+{
+    c->fo = tmpfile();
+    c->fe = tmpfile();
+    cr_assert(c->fo != NULL && c->fe != NULL);
+    fflush(stdout);
+    fflush(stderr);
+    c->saved_out = dup(STDOUT_FILENO);
+    c->saved_err = dup(STDERR_FILENO);
+    cr_assert(c->saved_out >= 0 && c->saved_err >= 0);
+    dup2(fileno(c->fo), STDOUT_FILENO);
+    dup2(fileno(c->fe), STDERR_FILENO);
+}
+
+/* Restores stdout and stderr and copies what was written to them into <o>. */
+static void capture_end(struct capture *c, struct out *o)
+{
+    fflush(stdout);
+    fflush(stderr);
+    dup2(c->saved_out, STDOUT_FILENO);
+    dup2(c->saved_err, STDERR_FILENO);
+    close(c->saved_out);
+    close(c->saved_err);
+    slurp(c->fo, o->out, sizeof(o->out));
+    slurp(c->fe, o->err, sizeof(o->err));
+}
+
+/* Copies the NULL-terminated <args> into <argv> (capacity 32); returns their count. */
+static int argv_of(const char *const *args, char **argv)
+{
+    int argc = 0;
+
     while (args[argc] != NULL) {
         cr_assert_lt(argc, 31);
         argv[argc] = (char *)args[argc];
         argc++;
     }
     argv[argc] = NULL;
+    return argc;
+}
+
+/* Runs config_parse on the NULL-terminated <args> (args[0] is the command name) with the
+ * fixture's options, capturing stdout and stderr into <o>. Returns config_parse's result. */
+static int parse(struct vals *v, struct out *o, const char *const *args)
+{
+    struct config_opt opts[N_OPTS];
+    char *argv[32];
+    int argc = argv_of(args, argv);
+    struct capture c;
+    int rc;
+
     opts_init(opts, v);
-    fflush(stdout);
-    fflush(stderr);
-    saved_out = dup(STDOUT_FILENO);
-    saved_err = dup(STDERR_FILENO);
-    cr_assert(saved_out >= 0 && saved_err >= 0);
-    dup2(fileno(fo), STDOUT_FILENO);
-    dup2(fileno(fe), STDERR_FILENO);
+    capture_begin(&c);
     rc = config_parse(opts, N_OPTS, argc, argv, "kwp test [flags]", "What the test command does.");
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, STDOUT_FILENO);
-    dup2(saved_err, STDERR_FILENO);
-    close(saved_out);
-    close(saved_err);
-    slurp(fo, o->out, sizeof(o->out));
-    slurp(fe, o->err, sizeof(o->err));
+    capture_end(&c, o);
     return rc;
 }
 
@@ -487,4 +514,44 @@ Test(config, help_prints_every_flag_with_its_twin_and_returns_1)
     /* --help wins over what comes after it, and stops before a bad flag */
     cr_assert_eq(parse(&v, &o, ARGV("--test-num=3", "--help", "--nope")), 1);
     cr_assert_str_empty(o.err);
+}
+
+/* ---- the proxy's own flags (proxy_main parses them with this table) ----------------------- */
+
+/* Runs proxy_main as `kwp proxy` on <args> (only flag errors and --help: it never serves
+ * here), capturing its output into <o>. Returns its exit code. */
+static int proxy_flags(struct out *o, const char *const *args)
+{
+    const struct proxy_cmd cmd = {.usage = "kwp proxy [flags]", .description = "The proxy."};
+    char *argv[32];
+    int argc = argv_of(args, argv);
+    struct capture c;
+    int rc;
+
+    capture_begin(&c);
+    rc = proxy_main(argc, argv, &cmd);
+    capture_end(&c, o);
+    return rc;
+}
+
+Test(config, proxy_shutdown_delay_is_a_duration_with_a_twin_default_5s)
+{
+    struct out o;
+
+    cr_assert_eq(proxy_flags(&o, ARGV("--help")), 0);
+    cr_assert(strstr(o.out, "  --shutdown-delay DURATION\n") != NULL, "help: %s", o.out);
+    cr_assert(strstr(o.out, "(default 5s; kwp demo: 0)  [KWP_SHUTDOWN_DELAY]\n") != NULL,
+              "help: %s", o.out);
+    /* 0 is allowed (parsed before --help stops the parse) */
+    cr_assert_eq(proxy_flags(&o, ARGV("--shutdown-delay", "0", "--help")), 0, "%s", o.err);
+    cr_assert_eq(proxy_flags(&o, ARGV("--shutdown-delay=1500ms", "--help")), 0, "%s", o.err);
+    cr_assert_eq(proxy_flags(&o, ARGV("--shutdown-delay=-1s")), 2);
+    cr_assert(strstr(o.err, "invalid duration shutdown-delay=-1s") != NULL, "%s", o.err);
+    cr_assert_eq(proxy_flags(&o, ARGV("--shutdown-delay=2h")), 2);
+    cr_assert(strstr(o.err, "shutdown-delay") != NULL, "%s", o.err);
+    cr_assert_eq(setenv("KWP_SHUTDOWN_DELAY", "soon", 1), 0);
+    cr_assert_eq(proxy_flags(&o, ARGV("--help")), 2);
+    cr_assert(strstr(o.err, "KWP_SHUTDOWN_DELAY") != NULL, "%s", o.err);
+    cr_assert_eq(setenv("KWP_SHUTDOWN_DELAY", "0s", 1), 0);
+    cr_assert_eq(proxy_flags(&o, ARGV("--help")), 0, "%s", o.err);
 }
