@@ -1168,7 +1168,10 @@ bool resource_history_whole(struct resource *res)
     bool whole;
 
     lock(res);
-    whole = ring_whole(res->ring);
+    /* Only the history that began at the first list: after a relist that reset it, the
+     * upstream itself has compacted past what was lost, and a 410 here spares it N watches
+     * that would each get its own 410. */
+    whole = res->n_relists == 1 && ring_whole(res->ring);
     unlock(res);
     return whole;
 }

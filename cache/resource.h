@@ -217,10 +217,11 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
                         uint64_t *boundary);
 
 /*
- * Whether the history is whole: it holds every event since this cache last (re)started from
- * a list, none evicted or compacted. A watch below the boundary of a whole history asks for
- * events from before this cache existed (a replica that started later than the one the
- * client came from), not for events the cache let go: upstream may still have them.
+ * Whether the history is whole: it holds every event since this cache's first list, none
+ * evicted or compacted, and no relist reset it since. A watch below the boundary of a whole
+ * history asks for events from before this cache existed (a replica that started later than
+ * the one the client came from), not for events the cache let go: upstream may still have
+ * them.
  */
 bool resource_history_whole(struct resource *res);
 
