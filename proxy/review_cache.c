@@ -25,6 +25,7 @@
 
 #define SALT_LEN 32
 #define FLIGHT_BUCKETS 256
+#define CTX_POOL 8 /* idle digest contexts kept: about one per thread hashing at a time */
 
 struct rc_entry {
     struct review_cache_key key;
@@ -51,11 +52,20 @@ struct review_flight {
     size_t len;
 };
 
+/* Digest contexts handed from key to key, so a key allocates none (EVP_Digest makes and frees
+ * one, and its state, every time). Its own lock: keys are hashed outside c->mu. */
+struct ctx_pool {
+    pthread_mutex_t mu;
+    EVP_MD_CTX *idle[CTX_POOL]; /* under mu */
+    size_t n;                   /* under mu */
+};
+
 struct review_cache {
     pthread_mutex_t mu;
     struct review_cache_opts opts;                 /* immutable */
     unsigned char salt[SALT_LEN];                  /* immutable */
     EVP_MD *sha256;                                /* immutable: fetched once, not per key */
+    struct ctx_pool *ctxs;                         /* thread-safe by itself */
     struct rc_entry **buckets;                     /* under mu */
     size_t n_buckets;                              /* power of two, immutable */
     struct review_flight *flights[FLIGHT_BUCKETS]; /* under mu */
@@ -116,6 +126,8 @@ struct review_cache *review_cache_new(const struct review_cache_opts *opts)
         c->n_buckets *= 2;
     }
     c->buckets = xcalloc(c->n_buckets, sizeof(*c->buckets));
+    c->ctxs = xcalloc(1, sizeof(*c->ctxs));
+    pthread_mutex_init(&c->ctxs->mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     return c;
 }
@@ -429,6 +441,11 @@ void review_cache_free(struct review_cache *c)
     review_cache_clear(c);
     BUG_ON(c->n_flights != 0);
     pthread_mutex_destroy(&c->mu);
+    for (size_t i = 0; i < c->ctxs->n; i++) {
+        EVP_MD_CTX_free(c->ctxs->idle[i]);
+    }
+    pthread_mutex_destroy(&c->ctxs->mu);
+    free(c->ctxs);
     EVP_MD_free(c->sha256);
     free(c->buckets);
     free(c);
@@ -444,11 +461,39 @@ void review_cache_val_fini(struct review_cache_val *out)
 
 /* ---- keys ---------------------------------------------------------------------------- */
 
-/* Feeds buf[0..len) to a digest context (created on first use). Returns 0 or an errno. */
+/* An idle context, or a new one (NULL when OpenSSL cannot allocate it). */
+static EVP_MD_CTX *ctx_get(struct ctx_pool *p)
+{
+    EVP_MD_CTX *x = NULL;
+
+    pthread_mutex_lock(&p->mu);
+    if (p->n > 0) {
+        x = p->idle[--p->n];
+    }
+    pthread_mutex_unlock(&p->mu);
+    return x != NULL ? x : EVP_MD_CTX_new();
+}
+
+/* Gives <x> back after a digest that succeeded (a failed one's context is freed instead:
+ * pass <ok> false). NULL-safe. */
+static void ctx_put(struct ctx_pool *p, EVP_MD_CTX *x, bool ok)
+{
+    if (x != NULL && ok) {
+        pthread_mutex_lock(&p->mu);
+        if (p->n < CTX_POOL) {
+            p->idle[p->n++] = x;
+            x = NULL;
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    EVP_MD_CTX_free(x); /* NULL-safe */
+}
+
+/* Feeds buf[0..len) to a digest context (started on first use). Returns 0 or an errno. */
 static int hash_flush(struct review_cache_hash *h)
 {
     if (h->md == NULL) {
-        h->md = EVP_MD_CTX_new();
+        h->md = ctx_get(h->pool);
         if (h->md == NULL) {
             return -ENOMEM;
         }
@@ -487,6 +532,7 @@ int review_cache_hash_begin(struct review_cache_hash *h, const struct review_cac
                             const char *domain)
 {
     h->sha256 = c->sha256;
+    h->pool = c->ctxs;
     h->md = NULL;
     h->err = 0;
     h->len = 0;
@@ -521,20 +567,16 @@ int review_cache_hash_end(struct review_cache_hash *h, struct review_cache_key *
     unsigned int n = 0;
     int rc = h->err;
 
-    if (rc == 0 && h->md == NULL) {
-        /* the whole key fitted in buf: one call, no context kept */
-        if (EVP_Digest(h->buf, h->len, out->d, &n, h->sha256, NULL) != 1 || n != sizeof(out->d)) {
-            rc = -EIO;
-        }
-    } else if (rc == 0) {
+    /* a key that fitted in buf is digested here in one update; a longer one is flushed */
+    if (rc == 0) {
         rc = hash_flush(h);
-        if (rc == 0 && (EVP_DigestFinal_ex(h->md, out->d, &n) != 1 || n != sizeof(out->d))) {
-            rc = -EIO;
-        }
+    }
+    if (rc == 0 && (EVP_DigestFinal_ex(h->md, out->d, &n) != 1 || n != sizeof(out->d))) {
+        rc = -EIO;
     }
     OPENSSL_cleanse(h->buf, h->len);
     h->len = 0;
-    EVP_MD_CTX_free(h->md); /* NULL-safe */
+    ctx_put(h->pool, h->md, rc == 0);
     h->md = NULL;
     if (rc != 0) {
         memset(out, 0, sizeof(*out));
