@@ -15,7 +15,8 @@ two sides flips every round, so a busy moment of the shared machine hits both al
   list-one    the same LIST with fieldSelector=metadata.name=pod-000000: one pod, so the
               per-request work (and auth's share of it) is as large as it gets
   watch       WATCH ?watch=1&resourceVersion=0: a new connection per watch, read the initial
-              ADDED events of every pod, close (Python threads, --watch-concurrency at once)
+              ADDED events of every pod, close with a reset (no TIME_WAIT left behind; Python
+              threads, --watch-concurrency at once)
   watch-one   the same WATCH with the fieldSelector: read the one ADDED event, close
 
 For every run it records requests/s, the proxy's CPU seconds (utime + stime of /proc/PID/stat)
@@ -23,13 +24,16 @@ per 1,000 requests over the run, the reviews sent upstream per 1,000 requests (k
 kwp_auth_review_duration_seconds_count on --metrics-listen, and the simulator's
 tokenreviews + subjectaccessreviews from /_sim/stats), kwp's fast/slow auth path counts and
 the 1-minute load average. Cache TTLs are kwp's defaults (10 s) unless --proxy-args says
-otherwise. Prints every run, then a table of medians and ratios delegated / none; --json FILE
-writes all of it. Loopback only; every process is started here and stopped by PID; every loop
-is bounded by the run length.
+otherwise. Prints every run, then a table of medians and ratios delegated / none. With
+--callgrind N it then runs each proxy under valgrind --tool=callgrind, instrumented only while
+N requests of each -one case (N/5 of the others) run one after the other, and prints user-space
+instructions per request and the inclusive instructions of gate_check: deterministic where the
+shared machine's wall clock is not. --json FILE writes all of it. Loopback only; every process
+is started here and stopped by PID; every loop is bounded by the run length or a count.
 
-Usage: python3 bench/auth_ab.py [--kwp build/kwp] [--objects 1000] [--rounds 3]
+Usage: python3 bench/auth_ab.py [--kwp build/kwp] [--objects 1000] [--rounds 4]
        [--duration 5] [--concurrency 4] [--watch-concurrency 4] [--cases list,list-one,...]
-       [--proxy-args '...'] [--json FILE]
+       [--callgrind N] [--proxy-args '...'] [--json FILE]
 """
 import argparse
 import glob
@@ -419,7 +423,7 @@ def main():
     ap.add_argument("--duration", type=float, default=5, help="seconds per run")
     ap.add_argument("--concurrency", type=int, default=4, help="LISTs in flight")
     ap.add_argument("--watch-concurrency", type=int, default=4, help="watch-start threads")
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of " + ", ".join(CASES))
     ap.add_argument("--callgrind", type=int, default=0, metavar="N",
                     help="also run each proxy under valgrind --tool=callgrind for N sequential "
                          "requests per -one case (N/5 for the others): instructions per request")
