@@ -25,7 +25,6 @@
 
 #define SALT_LEN 32
 #define FLIGHT_BUCKETS 256
-#define CTX_POOL 8 /* idle digest contexts kept: about one per thread hashing at a time */
 
 struct rc_entry {
     struct review_cache_key key;
@@ -52,20 +51,11 @@ struct review_flight {
     size_t len;
 };
 
-/* Digest contexts handed from key to key, so a key allocates none (EVP_Digest makes and frees
- * one, and its state, every time). Its own lock: keys are hashed outside c->mu. */
-struct ctx_pool {
-    pthread_mutex_t mu;
-    EVP_MD_CTX *idle[CTX_POOL]; /* under mu */
-    size_t n;                   /* under mu */
-};
-
 struct review_cache {
     pthread_mutex_t mu;
     struct review_cache_opts opts;                 /* immutable */
     unsigned char salt[SALT_LEN];                  /* immutable */
     EVP_MD *sha256;                                /* immutable: fetched once, not per key */
-    struct ctx_pool *ctxs;                         /* thread-safe by itself */
     struct rc_entry **buckets;                     /* under mu */
     size_t n_buckets;                              /* power of two, immutable */
     struct review_flight *flights[FLIGHT_BUCKETS]; /* under mu */
@@ -126,8 +116,6 @@ struct review_cache *review_cache_new(const struct review_cache_opts *opts)
         c->n_buckets *= 2;
     }
     c->buckets = xcalloc(c->n_buckets, sizeof(*c->buckets));
-    c->ctxs = xcalloc(1, sizeof(*c->ctxs));
-    pthread_mutex_init(&c->ctxs->mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     return c;
 }
@@ -441,11 +429,6 @@ void review_cache_free(struct review_cache *c)
     review_cache_clear(c);
     BUG_ON(c->n_flights != 0);
     pthread_mutex_destroy(&c->mu);
-    for (size_t i = 0; i < c->ctxs->n; i++) {
-        EVP_MD_CTX_free(c->ctxs->idle[i]);
-    }
-    pthread_mutex_destroy(&c->ctxs->mu);
-    free(c->ctxs);
     EVP_MD_free(c->sha256);
     free(c->buckets);
     free(c);
@@ -461,30 +444,48 @@ void review_cache_val_fini(struct review_cache_val *out)
 
 /* ---- keys ---------------------------------------------------------------------------- */
 
-/* An idle context, or a new one (NULL when OpenSSL cannot allocate it). */
-static EVP_MD_CTX *ctx_get(struct ctx_pool *p)
+/*
+ * One idle digest context per thread (a pthread key, freed when the thread exits): a key
+ * reuses it instead of the new context EVP_Digest makes and frees every time, and without a
+ * lock the HTTP workers would share. Taken out of the slot while in use, so a key started
+ * inside another on the same thread gets a context of its own.
+ */
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ctx_key;
+static bool ctx_key_ok;
+
+static void ctx_destroy(void *x)
+{
+    EVP_MD_CTX_free(x);
+}
+
+static void ctx_key_init(void)
+{
+    ctx_key_ok = pthread_key_create(&ctx_key, ctx_destroy) == 0;
+}
+
+/* This thread's idle context, or a new one (NULL when OpenSSL cannot allocate it). */
+static EVP_MD_CTX *ctx_get(void)
 {
     EVP_MD_CTX *x = NULL;
 
-    pthread_mutex_lock(&p->mu);
-    if (p->n > 0) {
-        x = p->idle[--p->n];
+    pthread_once(&ctx_once, ctx_key_init);
+    if (ctx_key_ok) {
+        x = pthread_getspecific(ctx_key);
+        if (x != NULL) {
+            (void)pthread_setspecific(ctx_key, NULL);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return x != NULL ? x : EVP_MD_CTX_new();
 }
 
-/* Gives <x> back after a digest that succeeded (a failed one's context is freed instead:
- * pass <ok> false). NULL-safe. */
-static void ctx_put(struct ctx_pool *p, EVP_MD_CTX *x, bool ok)
+/* Gives <x> back to this thread's slot after a digest that succeeded; a failed digest's
+ * context (pass <ok> false), or one the slot has no room for, is freed. NULL-safe. */
+static void ctx_put(EVP_MD_CTX *x, bool ok)
 {
-    if (x != NULL && ok) {
-        pthread_mutex_lock(&p->mu);
-        if (p->n < CTX_POOL) {
-            p->idle[p->n++] = x;
-            x = NULL;
-        }
-        pthread_mutex_unlock(&p->mu);
+    if (x != NULL && ok && ctx_key_ok && pthread_getspecific(ctx_key) == NULL &&
+        pthread_setspecific(ctx_key, x) == 0) {
+        return;
     }
     EVP_MD_CTX_free(x); /* NULL-safe */
 }
@@ -493,7 +494,7 @@ static void ctx_put(struct ctx_pool *p, EVP_MD_CTX *x, bool ok)
 static int hash_flush(struct review_cache_hash *h)
 {
     if (h->md == NULL) {
-        h->md = ctx_get(h->pool);
+        h->md = ctx_get();
         if (h->md == NULL) {
             return -ENOMEM;
         }
@@ -532,7 +533,6 @@ int review_cache_hash_begin(struct review_cache_hash *h, const struct review_cac
                             const char *domain)
 {
     h->sha256 = c->sha256;
-    h->pool = c->ctxs;
     h->md = NULL;
     h->err = 0;
     h->len = 0;
@@ -576,7 +576,7 @@ int review_cache_hash_end(struct review_cache_hash *h, struct review_cache_key *
     }
     OPENSSL_cleanse(h->buf, h->len);
     h->len = 0;
-    ctx_put(h->pool, h->md, rc == 0);
+    ctx_put(h->md, rc == 0);
     h->md = NULL;
     if (rc != 0) {
         memset(out, 0, sizeof(*out));

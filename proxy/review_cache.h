@@ -147,12 +147,11 @@ void review_cache_val_fini(struct review_cache_val *out);
 
 /* A key being built. Private; on the caller's stack between _begin and _end. The encoded
  * fields are gathered in <buf> and digested in one go (one SHA-256 update for a typical key,
- * on a digest context the cache keeps for reuse); a key longer than <buf> is fed piece by
+ * on a digest context each thread keeps for reuse); a key longer than <buf> is fed piece by
  * piece. _end wipes <buf>, which may hold a token. */
 struct review_cache_hash {
     const void *sha256; /* the cache's fetched EVP_MD */
-    void *pool;         /* the cache's idle EVP_MD_CTXs */
-    void *md;           /* EVP_MD_CTX from the pool, once started; else NULL */
+    void *md;           /* EVP_MD_CTX (the thread's idle one), once started; else NULL */
     int err;            /* first OpenSSL failure */
     size_t len;         /* bytes in buf */
     unsigned char buf[REVIEW_CACHE_HASH_BUF];
