@@ -188,49 +188,68 @@ def watch_starts(port, path, want, conc, duration):
 
 # ---- one run ----------------------------------------------------------------------------
 
-def one_run(a, side, case, sim, proxies, tag):
-    proc, url, murl = proxies[side]
-    port = int(url.rsplit(":", 1)[1])
-    base = "/api/v1/namespaces/default/pods"
-    one = case.endswith("-one")
-    la = loadavg()
-    r0, f0, s0 = reviews_kwp(murl)
-    sim0 = reviews_sim(sim[1])
-    c0 = proc_cpu(proc.pid)
-    t0 = time.monotonic()
+def load_client(a, url, case, tag):
+    """Runs <case>'s client against <url> for --duration; returns (completed, failed)."""
     if case.startswith("list"):
         js = os.path.join(a.tmp, "load-%s.json" % tag)
         argv = [a.kwp, "load", "--target", url, "--resource", "pods", "--namespace", "default",
                 "--watchers", "0", "--duration", "%gs" % a.duration, "--lists", "1000000",
                 "--list-concurrency", str(a.concurrency), "--list-query", "resourceVersion=0",
                 "--token", USER_TOKEN, "--drain", "30s", "--json", js, "--quiet"]
-        if one:
+        if case.endswith("-one"):
             argv += ["--field-selector", "metadata.name=" + POD]
         subprocess.run(argv, stdout=subprocess.DEVNULL,
                        stderr=open(os.path.join(a.tmp, "load.log"), "a"),
                        timeout=a.duration + 90, check=False)
         with open(js) as f:
             d = json.load(f)
-        ok, bad = d["list"]["ok"], d["errors"]["total"]
+        return d["list"]["ok"], d["errors"]["total"]
+    want = 1 if case.endswith("-one") else a.objects
+    return watch_starts(int(url.rsplit(":", 1)[1]), case_path(case), want, a.watch_concurrency,
+                        a.duration)
+
+
+def one_run(a, sides, case, sim, proxies, tag):
+    """One run of <case> on each of <sides>: one after the other, or all at once (each with
+    its own client) with --parallel. Returns a row per side."""
+    before, after, res = {}, {}, {}
+    la = loadavg()
+
+    def go(side):
+        proc, url, murl = proxies[side]
+        before[side] = (reviews_kwp(murl), proc_cpu(proc.pid), time.monotonic(),
+                        reviews_sim(sim[1]))
+        res[side] = load_client(a, url, case, "%s-%s" % (tag, side))
+        after[side] = (reviews_kwp(murl), proc_cpu(proc.pid), time.monotonic(),
+                       reviews_sim(sim[1]))
+
+    if a.parallel:
+        ts = [threading.Thread(target=go, args=(side,), daemon=True) for side in sides]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(a.duration + 180)
     else:
-        path = base + "?watch=1&resourceVersion=0"
-        if one:
-            path += "&fieldSelector=metadata.name%3D" + POD
-        ok, bad = watch_starts(port, path, 1 if one else a.objects, a.watch_concurrency,
-                               a.duration)
-    wall = time.monotonic() - t0
-    c1 = proc_cpu(proc.pid)
-    user, system = c1[0] - c0[0], c1[1] - c0[1]
-    cpu = user + system
-    r1, f1, s1 = reviews_kwp(murl)
-    sim1 = reviews_sim(sim[1])
-    per_k = (lambda x: x * 1000.0 / ok) if ok else (lambda x: None)
-    return {"side": side, "case": case, "requests": ok, "failed": bad, "wall_s": wall,
-            "req_per_s": ok / wall, "cpu_s": cpu, "cpu_ms_per_req": per_k(cpu),
-            "user_ms_per_req": per_k(user), "sys_ms_per_req": per_k(system),
-            "reviews_kwp": r1 - r0, "reviews_sim": sim1 - sim0,
-            "reviews_per_k_kwp": per_k(r1 - r0), "reviews_per_k_sim": per_k(sim1 - sim0),
-            "fast": f1 - f0, "slow": s1 - s0, "loadavg": la}
+        for side in sides:
+            go(side)
+    rows = []
+    for side in sides:
+        (r0, f0, s0), c0, t0, sim0 = before[side]
+        (r1, f1, s1), c1, t1, sim1 = after[side]
+        ok, bad = res[side]
+        user, system = c1[0] - c0[0], c1[1] - c0[1]
+        per_k = (lambda x, ok=ok: x * 1000.0 / ok if ok else None)  # noqa: E731
+        # the simulator counts every proxy's reviews: in a parallel run the none side's window
+        # holds the delegated side's (--auth none sends none, its kwp count says so)
+        sim_d = sim1 - sim0 if side == "delegated" or not a.parallel else 0
+        rows.append({"side": side, "case": case, "requests": ok, "failed": bad,
+                     "wall_s": t1 - t0, "req_per_s": ok / (t1 - t0), "cpu_s": user + system,
+                     "cpu_ms_per_req": per_k(user + system), "user_ms_per_req": per_k(user),
+                     "sys_ms_per_req": per_k(system), "reviews_kwp": r1 - r0,
+                     "reviews_sim": sim_d, "reviews_per_k_kwp": per_k(r1 - r0),
+                     "reviews_per_k_sim": per_k(sim_d), "fast": f1 - f0, "slow": s1 - s0,
+                     "loadavg": la, "parallel": a.parallel})
+    return rows
 
 
 def start_proxy(a, side, sim_url, procs, wrapper=(), tag=""):
@@ -427,6 +446,9 @@ def main():
     ap.add_argument("--callgrind", type=int, default=0, metavar="N",
                     help="also run each proxy under valgrind --tool=callgrind for N sequential "
                          "requests per -one case (N/5 for the others): instructions per request")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run the two sides of a round at the same time, each with its own "
+                         "client, so that both see the same moment of a shared machine")
     ap.add_argument("--proxy-args", default="", help="more flags for both kwp proxy")
     ap.add_argument("--json", help="write every run and the medians here")
     a = ap.parse_args()
@@ -465,8 +487,8 @@ def main():
         for rnd in range(a.rounds):
             for case in cases:
                 order = SIDES if rnd % 2 == 0 else SIDES[::-1]
-                for side in order:
-                    r = one_run(a, side, case, sim, proxies, "%s-%s-%d" % (case, side, rnd))
+                for r in one_run(a, order, case, sim, proxies, "%s-%d" % (case, rnd)):
+                    side = r["side"]
                     r["round"] = rnd
                     runs.append(r)
                     print("round %d %-9s %-9s %9s req/s  cpu %s µs/req (user %s sys %s)  "
