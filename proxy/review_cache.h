@@ -158,8 +158,9 @@ struct review_cache_hash {
 };
 
 /* Starts a key: the cache's salt, then <domain> (what kind of review, e.g. "tokenreview/v1",
- * so that keys of different reviews never meet). Returns 0 or -ENOMEM (then _end still must
- * be called, and fails). */
+ * so that keys of different reviews never meet). Allocates nothing for a key that fits in
+ * <buf>. Returns 0, or -ENOMEM / -EIO when a long domain had to go to OpenSSL and that failed
+ * (then _end still must be called, and fails the same way). */
 int review_cache_hash_begin(struct review_cache_hash *h, const struct review_cache *c,
                             const char *domain);
 
