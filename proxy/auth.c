@@ -77,6 +77,14 @@ static void set_err(char *err, size_t err_len, const char *text)
     }
 }
 
+/* No error (yet): on every request, so without snprintf. */
+static void clear_err(char *err, size_t err_len)
+{
+    if (err_len > 0) {
+        err[0] = '\0';
+    }
+}
+
 bool auth_bearer_token(const char *header, const char **token, size_t *len)
 {
     static const char ws[] = " \t\n\v\f\r";
@@ -249,7 +257,7 @@ static int token_review(struct auth *a, const char *token, size_t len, bool cach
     int rc;
 
     *out = NULL;
-    set_err(err, err_len, "");
+    clear_err(err, err_len);
     if (len == 0) {
         set_err(err, err_len, "empty token");
         return -EACCES;
@@ -340,7 +348,7 @@ static int sar_review(struct auth *a, const struct identity *id, const struct re
 
     *allowed = false;
     *reason = NULL;
-    set_err(err, err_len, "");
+    clear_err(err, err_len);
     rc = review_sar_key(a->authz, id, attrs, &key);
     if (rc != 0) {
         set_err(err, err_len, "cannot hash the review");

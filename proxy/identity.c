@@ -222,11 +222,10 @@ void identity_encode(const struct identity *id, struct sbuf *out)
     }
 }
 
-/* A cursor over an encoding; strings are decoded into <tmp> (IDENTITY_MAX_STR + 1). */
+/* A cursor over an encoding. */
 struct dec {
     const unsigned char *p;
     size_t left;
-    char tmp[IDENTITY_MAX_STR + 1];
 };
 
 static int dec_u32(struct dec *d, size_t *v)
@@ -240,78 +239,87 @@ static int dec_u32(struct dec *d, size_t *v)
     return 0;
 }
 
-/* Reads one string into d->tmp; an embedded NUL could not round-trip, so it is refused. */
-static int dec_str(struct dec *d)
+/* Reads one string, as a new NUL-terminated copy (the caller owns it), or NULL when it is
+ * malformed; an embedded NUL could not round-trip, so it is refused. */
+static char *dec_str(struct dec *d)
 {
     size_t n;
+    char *s;
 
     if (dec_u32(d, &n) != 0 || n > IDENTITY_MAX_STR || n > d->left ||
         memchr(d->p, '\0', n) != NULL) {
-        return -EPROTO;
+        return NULL;
     }
-    memcpy(d->tmp, d->p, n);
-    d->tmp[n] = '\0';
+    s = xmalloc(n + 1);
+    memcpy(s, d->p, n);
+    s[n] = '\0';
     d->p += n;
     d->left -= n;
-    return 0;
+    return s;
 }
 
 static int dec_extra(struct dec *d, struct identity *id)
 {
     size_t n_keys, n_values;
+    char *key = NULL, *value = NULL;
+    int rc = -EPROTO;
 
     if (dec_u32(d, &n_keys) != 0 || n_keys > IDENTITY_MAX_EXTRA_KEYS) {
         return -EPROTO;
     }
     for (size_t i = 0; i < n_keys; i++) {
-        char key[IDENTITY_MAX_STR + 1];
-
-        if (dec_str(d) != 0) {
-            return -EPROTO;
-        }
-        memcpy(key, d->tmp, strlen(d->tmp) + 1);
+        key = dec_str(d);
         /* keys must come sorted and unique, as identity_encode writes them */
-        if ((i > 0 && strcmp(id->extra[id->n_extra - 1].key, key) >= 0) ||
+        if (key == NULL || (i > 0 && strcmp(id->extra[id->n_extra - 1].key, key) >= 0) ||
             identity_add_extra_key(id, key) != 0 || dec_u32(d, &n_values) != 0) {
-            return -EPROTO;
+            goto out;
         }
         for (size_t j = 0; j < n_values; j++) {
-            if (dec_str(d) != 0 || identity_add_extra(id, key, d->tmp) != 0) {
-                return -EPROTO;
+            value = dec_str(d);
+            if (value == NULL || identity_add_extra(id, key, value) != 0) {
+                goto out;
             }
+            free(value);
+            value = NULL;
         }
+        free(key);
+        key = NULL;
     }
-    return 0;
+    rc = 0;
+out:
+    free(key);
+    free(value);
+    return rc;
 }
 
 struct identity *identity_decode(const void *data, size_t len)
 {
-    struct dec *d = xmalloc(sizeof(*d));
-    struct identity *id = NULL;
+    struct dec d = {data, len};
+    struct identity *id = xcalloc(1, sizeof(*id));
     size_t n_groups;
 
-    d->p = data;
-    d->left = len;
-    if (dec_str(d) != 0) {
+    /* built field by field: every string is capped by dec_str, the group count here */
+    id->user = dec_str(&d);
+    id->uid = id->user != NULL ? dec_str(&d) : NULL;
+    if (id->uid == NULL || dec_u32(&d, &n_groups) != 0 || n_groups > IDENTITY_MAX_GROUPS) {
         goto err;
     }
-    id = identity_new(d->tmp);
-    if (dec_str(d) != 0 || identity_set_uid(id, d->tmp) != 0 || dec_u32(d, &n_groups) != 0 ||
-        n_groups > IDENTITY_MAX_GROUPS) {
-        goto err;
+    if (n_groups > 0) {
+        id->groups = xmalloc(n_groups * sizeof(*id->groups));
     }
     for (size_t i = 0; i < n_groups; i++) {
-        if (dec_str(d) != 0 || identity_add_group(id, d->tmp) != 0) {
+        char *g = dec_str(&d);
+
+        if (g == NULL) {
             goto err;
         }
+        id->groups[id->n_groups++] = g;
     }
-    if (dec_extra(d, id) != 0 || d->left != 0) {
+    if (dec_extra(&d, id) != 0 || d.left != 0) {
         goto err;
     }
-    free(d);
     return id;
 err:
     identity_free(id);
-    free(d);
     return NULL;
 }

@@ -20,6 +20,8 @@
 #include "cache/gotext.h"
 #include "cache/sbuf.h"
 
+#define REVIEW_KEY_ID_BUF 512 /* stack bytes for the identity part of a SAR key */
+
 static const char *str_or_empty(const char *s)
 {
     return s != NULL ? s : "";
@@ -473,11 +475,18 @@ int review_sar_key(const struct review_cache *c, const struct identity *id,
                    const struct review_attrs *a, struct review_cache_key *out)
 {
     struct review_cache_hash h;
-    struct sbuf enc = {0};
+    char small[REVIEW_KEY_ID_BUF];
+    struct sbuf enc;
     const char *fields[] = {a->verb,     a->ns,          a->group, a->version,
                             a->resource, a->subresource, a->name,  a->path};
 
+    /* a typical identity encodes into <small>; a larger one into the heap */
+    sbuf_init_fixed(&enc, small, sizeof(small));
     identity_encode(id, &enc);
+    if (sbuf_error(&enc) != 0) {
+        sbuf_init(&enc, 0);
+        identity_encode(id, &enc);
+    }
     (void)review_cache_hash_begin(&h, c, "subjectaccessreview/v1");
     review_cache_hash_bytes(&h, enc.p, enc.len);
     review_cache_hash_u64(&h, a->is_resource ? 1 : 0);

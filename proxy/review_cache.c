@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -54,6 +55,7 @@ struct review_cache {
     pthread_mutex_t mu;
     struct review_cache_opts opts;                 /* immutable */
     unsigned char salt[SALT_LEN];                  /* immutable */
+    EVP_MD *sha256;                                /* immutable: fetched once, not per key */
     struct rc_entry **buckets;                     /* under mu */
     size_t n_buckets;                              /* power of two, immutable */
     struct review_flight *flights[FLIGHT_BUCKETS]; /* under mu */
@@ -102,7 +104,9 @@ struct review_cache *review_cache_new(const struct review_cache_opts *opts)
     if (c->opts.max_flights == 0) {
         c->opts.max_flights = REVIEW_CACHE_DEFAULT_MAX_FLIGHTS;
     }
-    if (RAND_bytes(c->salt, sizeof(c->salt)) != 1) {
+    c->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (c->sha256 == NULL || RAND_bytes(c->salt, sizeof(c->salt)) != 1) {
+        EVP_MD_free(c->sha256); /* NULL-safe */
         free(c);
         return NULL;
     }
@@ -187,6 +191,13 @@ static void entry_insert(struct review_cache *c, const struct review_cache_key *
     c->n_entries++;
 }
 
+static void val_reset(struct review_cache_val *out)
+{
+    out->outcome = REVIEW_OUTCOME_ALLOWED;
+    out->data = NULL;
+    out->len = 0;
+}
+
 static void val_copy(struct review_cache_val *out, enum review_outcome outcome,
                      const unsigned char *data, size_t len)
 {
@@ -194,7 +205,7 @@ static void val_copy(struct review_cache_val *out, enum review_outcome outcome,
     out->len = len;
     out->data = NULL;
     if (len > 0) {
-        out->data = xmalloc(len);
+        out->data = len <= sizeof(out->small) ? out->small : xmalloc(len);
         memcpy(out->data, data, len);
     }
 }
@@ -284,7 +295,7 @@ enum review_cache_result review_cache_lookup(struct review_cache *c,
     struct rc_entry *e;
     struct review_flight *f;
 
-    memset(out, 0, sizeof(*out));
+    val_reset(out);
     *flight = NULL;
     pthread_mutex_lock(&c->mu);
     e = *entry_slot(c, key);
@@ -317,7 +328,7 @@ bool review_cache_peek(struct review_cache *c, const struct review_cache_key *ke
     struct rc_entry *e;
     bool hit = false;
 
-    memset(out, 0, sizeof(*out));
+    val_reset(out);
     pthread_mutex_lock(&c->mu);
     e = *entry_slot(c, key);
     hit = hit_locked(c, e, out);
@@ -332,7 +343,7 @@ int review_cache_wait(struct review_cache *c, struct review_flight *flight, int6
     int64_t ns;
     int rc;
 
-    memset(out, 0, sizeof(*out));
+    val_reset(out);
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     ns = deadline.tv_nsec + (timeout_ms > 0 ? timeout_ms % 1000 : 0) * 1000000;
     deadline.tv_sec += (timeout_ms > 0 ? timeout_ms / 1000 : 0) + ns / 1000000000;
@@ -418,38 +429,113 @@ void review_cache_free(struct review_cache *c)
     review_cache_clear(c);
     BUG_ON(c->n_flights != 0);
     pthread_mutex_destroy(&c->mu);
+    EVP_MD_free(c->sha256);
     free(c->buckets);
     free(c);
 }
 
 void review_cache_val_fini(struct review_cache_val *out)
 {
-    free(out->data);
-    memset(out, 0, sizeof(*out));
+    if (out->data != out->small) {
+        free(out->data);
+    }
+    val_reset(out);
 }
 
 /* ---- keys ---------------------------------------------------------------------------- */
 
+/*
+ * One idle digest context per thread (a pthread key, freed when the thread exits): a key
+ * reuses it instead of the new context EVP_Digest makes and frees every time, and without a
+ * lock the HTTP workers would share. Taken out of the slot while in use, so a key started
+ * inside another on the same thread gets a context of its own.
+ */
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ctx_key;
+static bool ctx_key_ok;
+
+static void ctx_destroy(void *x)
+{
+    EVP_MD_CTX_free(x);
+}
+
+static void ctx_key_init(void)
+{
+    ctx_key_ok = pthread_key_create(&ctx_key, ctx_destroy) == 0;
+}
+
+/* This thread's idle context, or a new one (NULL when OpenSSL cannot allocate it). */
+static EVP_MD_CTX *ctx_get(void)
+{
+    EVP_MD_CTX *x = NULL;
+
+    pthread_once(&ctx_once, ctx_key_init);
+    if (ctx_key_ok) {
+        x = pthread_getspecific(ctx_key);
+        if (x != NULL) {
+            (void)pthread_setspecific(ctx_key, NULL);
+        }
+    }
+    return x != NULL ? x : EVP_MD_CTX_new();
+}
+
+/* Gives <x> back to this thread's slot after a digest that succeeded; a failed digest's
+ * context (pass <ok> false), or one the slot has no room for, is freed. NULL-safe. */
+static void ctx_put(EVP_MD_CTX *x, bool ok)
+{
+    if (x != NULL && ok && ctx_key_ok && pthread_getspecific(ctx_key) == NULL &&
+        pthread_setspecific(ctx_key, x) == 0) {
+        return;
+    }
+    EVP_MD_CTX_free(x); /* NULL-safe */
+}
+
+/* Feeds buf[0..len) to a digest context (started on first use). Returns 0 or an errno. */
+static int hash_flush(struct review_cache_hash *h)
+{
+    if (h->md == NULL) {
+        h->md = ctx_get();
+        if (h->md == NULL) {
+            return -ENOMEM;
+        }
+        if (EVP_DigestInit_ex(h->md, h->sha256, NULL) != 1) {
+            return -EIO;
+        }
+    }
+    if (h->len > 0 && EVP_DigestUpdate(h->md, h->buf, h->len) != 1) {
+        return -EIO;
+    }
+    OPENSSL_cleanse(h->buf, h->len);
+    h->len = 0;
+    return 0;
+}
+
 static void hash_raw(struct review_cache_hash *h, const void *data, size_t len)
 {
-    if (h->err == 0 && len > 0 && EVP_DigestUpdate(h->md, data, len) != 1) {
-        h->err = -EIO;
+    if (h->err != 0 || len == 0) {
+        return;
     }
+    if (len > sizeof(h->buf) - h->len) {
+        h->err = hash_flush(h);
+        if (h->err == 0 && len > sizeof(h->buf) &&
+            EVP_DigestUpdate(h->md, data, len) != 1) { /* a long field goes straight in */
+            h->err = -EIO;
+        }
+        if (h->err != 0 || len > sizeof(h->buf)) {
+            return;
+        }
+    }
+    memcpy(h->buf + h->len, data, len);
+    h->len += len;
 }
 
 int review_cache_hash_begin(struct review_cache_hash *h, const struct review_cache *c,
                             const char *domain)
 {
+    h->sha256 = c->sha256;
+    h->md = NULL;
     h->err = 0;
-    h->md = EVP_MD_CTX_new();
-    if (h->md == NULL) {
-        h->err = -ENOMEM;
-        return h->err;
-    }
-    if (EVP_DigestInit_ex(h->md, EVP_sha256(), NULL) != 1) {
-        h->err = -EIO;
-        return h->err;
-    }
+    h->len = 0;
     hash_raw(h, c->salt, sizeof(c->salt));
     review_cache_hash_str(h, domain);
     return h->err;
@@ -481,10 +567,16 @@ int review_cache_hash_end(struct review_cache_hash *h, struct review_cache_key *
     unsigned int n = 0;
     int rc = h->err;
 
+    /* a key that fitted in buf is digested here in one update; a longer one is flushed */
+    if (rc == 0) {
+        rc = hash_flush(h);
+    }
     if (rc == 0 && (EVP_DigestFinal_ex(h->md, out->d, &n) != 1 || n != sizeof(out->d))) {
         rc = -EIO;
     }
-    EVP_MD_CTX_free(h->md); /* NULL-safe */
+    OPENSSL_cleanse(h->buf, h->len);
+    h->len = 0;
+    ctx_put(h->md, rc == 0);
     h->md = NULL;
     if (rc != 0) {
         memset(out, 0, sizeof(*out));

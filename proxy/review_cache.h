@@ -54,12 +54,17 @@ struct review_cache_opts {
     void *clock_ctx;
 };
 
-/* A value out of the cache: <data> is a heap copy the caller releases with
- * review_cache_val_fini (NULL when len is 0). */
+#define REVIEW_CACHE_VAL_INLINE 256 /* values up to this size are copied without malloc */
+
+/* A value out of the cache: <data> is a copy the caller releases with review_cache_val_fini
+ * (NULL when len is 0): in <small> when it fits, so that a hit allocates nothing and holds
+ * the lock only for a memcpy, else on the heap. While it points into <small> the struct must
+ * not be copied by assignment; pass it by pointer. */
 struct review_cache_val {
     enum review_outcome outcome;
     unsigned char *data;
     size_t len;
+    unsigned char small[REVIEW_CACHE_VAL_INLINE]; /* private */
 };
 
 /* Counters since creation (for /metrics). */
@@ -76,7 +81,7 @@ struct review_cache_stats {
 enum review_cache_result { REVIEW_CACHE_HIT = 0, REVIEW_CACHE_SEND, REVIEW_CACHE_WAIT };
 
 /* A new cache (caller owns it; review_cache_free). Draws the key salt from OpenSSL's
- * RAND_bytes. Returns NULL when the salt cannot be drawn. */
+ * RAND_bytes and fetches SHA-256 once. Returns NULL when either fails. */
 struct review_cache *review_cache_new(const struct review_cache_opts *opts);
 
 /* Frees the cache and its entries. No flight may be outstanding. NULL-safe. */
@@ -133,20 +138,29 @@ void review_cache_clear(struct review_cache *c);
 
 void review_cache_stats(struct review_cache *c, struct review_cache_stats *out);
 
-/* Frees out->data and zeroes <out>. */
+/* Frees out->data (unless it is out->small) and empties <out>. */
 void review_cache_val_fini(struct review_cache_val *out);
 
 /* ---- keys ------------------------------------------------------------------------------ */
 
-/* A key being built. Private; on the caller's stack between _begin and _end. */
+#define REVIEW_CACHE_HASH_BUF 512 /* key bytes gathered before they go through SHA-256 */
+
+/* A key being built. Private; on the caller's stack between _begin and _end. The encoded
+ * fields are gathered in <buf> and digested in one go (one SHA-256 update for a typical key,
+ * on a digest context each thread keeps for reuse); a key longer than <buf> is fed piece by
+ * piece. _end wipes <buf>, which may hold a token. */
 struct review_cache_hash {
-    void *md; /* EVP_MD_CTX */
-    int err;  /* first OpenSSL failure */
+    const void *sha256; /* the cache's fetched EVP_MD */
+    void *md;           /* EVP_MD_CTX (the thread's idle one), once started; else NULL */
+    int err;            /* first OpenSSL failure */
+    size_t len;         /* bytes in buf */
+    unsigned char buf[REVIEW_CACHE_HASH_BUF];
 };
 
 /* Starts a key: the cache's salt, then <domain> (what kind of review, e.g. "tokenreview/v1",
- * so that keys of different reviews never meet). Returns 0 or -ENOMEM (then _end still must
- * be called, and fails). */
+ * so that keys of different reviews never meet). Allocates nothing for a key that fits in
+ * <buf>. Returns 0, or -ENOMEM / -EIO when a long domain had to go to OpenSSL and that failed
+ * (then _end still must be called, and fails the same way). */
 int review_cache_hash_begin(struct review_cache_hash *h, const struct review_cache *c,
                             const char *domain);
 

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -104,6 +106,42 @@ Test(review_cache, miss_publish_hit)
     cr_expect_eq(st.misses, 1);
     cr_expect_eq(st.reviews, 1);
     cr_expect_eq(st.entries, 1);
+    review_cache_free(c);
+}
+
+/* A short value is copied into the val itself, a longer one onto the heap: both read back
+ * whole, from lookup and from peek, and val_fini releases each the right way (ASan). */
+Test(review_cache, short_and_long_values_read_back)
+{
+    struct review_cache *c = cache_new(10000, 10000, 0);
+    static const size_t sizes[] = {1, REVIEW_CACHE_VAL_INLINE, REVIEW_CACHE_VAL_INLINE + 1, 5000};
+    char *big = malloc(5000);
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char name[32];
+        struct review_cache_key k;
+        struct review_cache_val v;
+        struct review_flight *f;
+
+        snprintf(name, sizeof(name), "v%zu", sizes[i]);
+        k = key_of(c, name);
+        for (size_t j = 0; j < sizes[i]; j++) {
+            big[j] = (char)('a' + (i + j) % 26);
+        }
+        cr_assert_eq(review_cache_lookup(c, &k, &v, &f), REVIEW_CACHE_SEND);
+        cr_assert_eq(review_cache_publish(c, f, REVIEW_OUTCOME_ALLOWED, big, sizes[i]), 0);
+        cr_assert_eq(review_cache_lookup(c, &k, &v, &f), REVIEW_CACHE_HIT);
+        cr_expect_eq(v.len, sizes[i]);
+        cr_expect_eq(memcmp(v.data, big, sizes[i]), 0, "size %zu", sizes[i]);
+        cr_expect_eq(v.data == v.small, sizes[i] <= REVIEW_CACHE_VAL_INLINE, "size %zu", sizes[i]);
+        review_cache_val_fini(&v);
+        cr_expect_null(v.data);
+        cr_assert(review_cache_peek(c, &k, &v));
+        cr_expect_eq(v.len, sizes[i]);
+        cr_expect_eq(memcmp(v.data, big, sizes[i]), 0, "size %zu", sizes[i]);
+        review_cache_val_fini(&v);
+    }
+    free(big);
     review_cache_free(c);
 }
 
@@ -433,6 +471,43 @@ Test(review_cache, keys_keep_field_boundaries_salt_and_domain)
     cr_expect_neq(memcmp(k7.d, k8.d, sizeof(k7.d)), 0);
     review_cache_free(c1);
     review_cache_free(c2);
+}
+
+/* Keys longer than the gathering buffer (REVIEW_CACHE_HASH_BUF) go through SHA-256 in pieces:
+ * every byte still counts, wherever the buffer was flushed. */
+Test(review_cache, long_keys_hash_every_byte)
+{
+    struct review_cache_opts o = {.ttl_allowed_ms = 1};
+    struct review_cache *c = review_cache_new(&o);
+    static const size_t sizes[] = {100, REVIEW_CACHE_HASH_BUF - 60, REVIEW_CACHE_HASH_BUF,
+                                   3 * REVIEW_CACHE_HASH_BUF + 7};
+    char *x = malloc(4 * REVIEW_CACHE_HASH_BUF);
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        struct review_cache_key k[5];
+
+        for (int j = 0; j < 5; j++) {
+            struct review_cache_hash h;
+
+            memset(x, 'a', n);
+            if (j == 2) {
+                x[0] = 'b'; /* the first byte of the long field */
+            } else if (j == 3) {
+                x[n - 1] = 'b'; /* its last byte, past any flush */
+            }
+            cr_assert_eq(review_cache_hash_begin(&h, c, "d"), 0);
+            review_cache_hash_bytes(&h, x, n);
+            review_cache_hash_str(&h, j == 4 ? "tail!" : "tail.");
+            cr_assert_eq(review_cache_hash_end(&h, &k[j]), 0);
+        }
+        cr_expect_eq(memcmp(k[0].d, k[1].d, sizeof(k[0].d)), 0, "size %zu", n);
+        for (int j = 2; j < 5; j++) {
+            cr_expect_neq(memcmp(k[0].d, k[j].d, sizeof(k[0].d)), 0, "size %zu, change %d", n, j);
+        }
+    }
+    free(x);
+    review_cache_free(c);
 }
 
 Test(review_cache, free_null_is_a_no_op)
