@@ -46,6 +46,7 @@
 #include "proxy/passthrough.h"
 #include "proxy/reflector.h"
 #include "proxy/registry.h"
+#include "proxy/state.h"
 #include "proxy/upstream.h"
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
@@ -92,6 +93,8 @@ struct proxy_opts {
     int64_t authz_ttl_ms;
     int64_t authz_denied_ttl_ms;
     const char *metrics_listen;
+    const char *state_dir;     /* --state-dir, or NULL */
+    int64_t state_interval_ms; /* --state-interval; 0 = only at shutdown */
 };
 
 struct proxy {
@@ -107,6 +110,7 @@ struct proxy {
     struct auth *auth;               /* NULL with --auth none */
     struct gate *gate;               /* NULL with --auth none */
     struct http_server *metrics_srv; /* --metrics-listen, or NULL */
+    struct state_saver *saver;       /* --state-dir, or NULL */
 };
 
 /* ---- registry -------------------------------------------------------------------------- */
@@ -127,6 +131,14 @@ static struct ring_opts ring_opts_of(const struct proxy *p)
                            .max_cap = (size_t)p->o.history_max,
                            .fresh_ms = p->o.history_window_ms};
     return ro;
+}
+
+/* Starts syncing <ar>: from its saved state when --state-dir has one, else with a LIST. */
+static void reg_start(struct proxy *p, struct apires *ar)
+{
+    uint64_t rv = p->o.state_dir ? state_load(ar, p->o.state_dir, upstream_url(p->up)) : 0;
+
+    reflector_add_from(p->rf, ar, rv);
 }
 
 /*
@@ -162,7 +174,7 @@ static struct apires *reg_ensure(struct proxy *p, const char *g, const char *v, 
     if (created) {
         log_info("proxy", "resource=%s msg=\"caching resource on first use\"",
                  resource_name(ar->res));
-        reflector_add(p->rf, ar);
+        reg_start(p, ar);
     }
     if (rc == -EAGAIN) {
         discovery_poke(p->disc);
@@ -202,7 +214,7 @@ static int reg_add_spec(struct proxy *p, const char *spec)
         apires_free(ar); /* listed twice, or the registry is full */
         return 0;
     }
-    reflector_add(p->rf, ar);
+    reg_start(p, ar);
     return 0;
 }
 
@@ -230,6 +242,11 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
         const struct apires *ar = registry_at(p->reg, i);
         if (!resource_is_ready(ar->res, NULL)) {
             snprintf(why, why_len, "%s not synced", resource_name(ar->res));
+            return false;
+        }
+        if (atomic_load(&ar->ctr.up_stale) != 0) {
+            snprintf(why, why_len, "%s loaded from --state-dir, not yet fresh",
+                     resource_name(ar->res));
             return false;
         }
         if (atomic_load(&ar->ctr.up_watch_open) == 0) {
@@ -386,6 +403,7 @@ static void proxy_stop(struct proxy *p)
     for (size_t i = 0; i < n; i++) {
         resource_close_all(registry_at(p->reg, i)->res);
     }
+    state_saver_final(p->saver); /* the reflector has stopped: the last state */
     passthrough_free(p->pt);
     p->pt = NULL;
     for (int i = 0; p->srv && i < 300 && http_server_active(p->srv) > 0; i++) {
@@ -397,6 +415,7 @@ static void proxy_stop(struct proxy *p)
     http_server_stop(p->metrics_srv);
     p->metrics_srv = NULL;
     auth_free(p->auth);
+    state_saver_free(p->saver);
     registry_free(p->reg);
     discovery_free(p->disc);
     upstream_free(p->up);
@@ -461,6 +480,13 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
                  "upstream=%s msg=\"upstream unreachable at start; serving what can be "
                  "served and retrying\"",
                  up_url);
+    }
+    if (o->state_dir) {
+        p->saver =
+            state_saver_start(o->state_dir, o->state_interval_ms, up_url, p->reg, err, err_len);
+        if (!p->saver) {
+            goto fail;
+        }
     }
     for (size_t i = 0; i < o->resources.len; i++) {
         if (reg_add_spec(p, o->resources.items[i]) != 0) {
@@ -838,6 +864,12 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
          "how long a denying SubjectAccessReview is cached (default 10s)"},
         {"metrics-listen", CFG_STR, &o.metrics_listen, 0, 0,
          "also serve /metrics without auth on this loopback HOST:PORT"},
+        {"state-dir", CFG_STR, &o.state_dir, 0, 0,
+         "warm restart: save each cached resource's state here at shutdown, and start from it "
+         "(watch from its resourceVersion instead of listing)"},
+        {"state-interval", CFG_DURATION, &o.state_interval_ms, 0, 86400000,
+         "with --state-dir: also save a checkpoint this often while running, so a crash restarts "
+         "warm too (default 0: only at shutdown)"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
@@ -872,6 +904,13 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     if (rc == 0 && !cmd->embedded_only && strcmp(o.too_large_rv, "forward") != 0 &&
         strcmp(o.too_large_rv, "local") != 0) {
         fprintf(stderr, "kwp proxy: --too-large-rv must be forward or local\n");
+        rc = -EINVAL;
+    }
+    if (rc == 0 && o.state_dir && o.state_dir[0] == '\0') {
+        o.state_dir = NULL;
+    }
+    if (rc == 0 && o.state_interval_ms > 0 && !o.state_dir) {
+        fprintf(stderr, "kwp proxy: --state-interval needs --state-dir\n");
         rc = -EINVAL;
     }
     if (rc == 0 && auth_mode_resolve(&o) != 0) {

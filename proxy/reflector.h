@@ -62,6 +62,15 @@ struct reflector *reflector_new(struct upstream *up, const struct reflector_opts
 void reflector_add(struct reflector *r, struct apires *ar);
 
 /*
+ * As reflector_add, but <ar>'s cache already holds a state loaded at <rv> (state_load; 0 =
+ * nothing loaded: a plain reflector_add): the first request is a WATCH from <rv> instead of a
+ * LIST. ar->ctr.up_stale is 1 (and the resource does not count as synced) until the resumed
+ * watch has caught up: its first bookmark, or REFLECTOR_WARM_SETTLE_MS after its 200 (the
+ * backlog after <rv> comes right after the headers). A 410 relists as usual.
+ */
+void reflector_add_from(struct reflector *r, struct apires *ar, uint64_t rv);
+
+/*
  * Whether every added resource has completed its first list (for /readyz); true when none
  * was added. A later relist does not make it false again: the cache's own ready flag tells
  * that. Any thread, lock-free.
