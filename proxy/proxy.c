@@ -133,12 +133,18 @@ static struct ring_opts ring_opts_of(const struct proxy *p)
     return ro;
 }
 
+/* reflector_load_fn: <ar>'s saved state from --state-dir, on the reflector thread. */
+static uint64_t state_of(void *ctx, struct apires *ar)
+{
+    struct proxy *p = ctx;
+
+    return state_load(ar, p->o.state_dir, upstream_url(p->up));
+}
+
 /* Starts syncing <ar>: from its saved state when --state-dir has one, else with a LIST. */
 static void reg_start(struct proxy *p, struct apires *ar)
 {
-    uint64_t rv = p->o.state_dir ? state_load(ar, p->o.state_dir, upstream_url(p->up)) : 0;
-
-    reflector_add_from(p->rf, ar, rv);
+    reflector_add_loading(p->rf, ar, p->o.state_dir ? state_of : NULL, p);
 }
 
 /*

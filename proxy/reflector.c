@@ -80,12 +80,14 @@ struct rsync {
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
     int64_t due_ms;
-    unsigned fails;         /* consecutive failures, for backoff */
-    int64_t list_start_ms;  /* when the last LIST (page 1) was sent; 0 = never */
-    int64_t retry_after_ms; /* Retry-After of the running transfer's answer; 0 = none */
-    bool synced;            /* the first list completed */
-    bool warm;              /* resumed from a loaded state, not yet fresh (state.h) */
-    long http_code;         /* of the running transfer, once its headers are in */
+    unsigned fails;          /* consecutive failures, for backoff */
+    int64_t list_start_ms;   /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t retry_after_ms;  /* Retry-After of the running transfer's answer; 0 = none */
+    bool synced;             /* the first list completed */
+    bool warm;               /* resumed from a loaded state, not yet fresh (state.h) */
+    reflector_load_fn *load; /* run once before the first request (reflector_add_loading) */
+    void *load_ctx;
+    long http_code; /* of the running transfer, once its headers are in */
     enum rsync_verdict verdict;
     struct sbuf body; /* LIST page body (max_list_bytes), or a non-200 body (capped) */
     /* LIST in progress */
@@ -178,6 +180,16 @@ static void rsync_synced(struct rsync *s, const char *how)
         s->synced = true;
         atomic_fetch_add(&s->r->n_synced, 1);
     }
+}
+
+/* A state loaded at <rv> (> 0): watch from it instead of listing; a 410 relists as usual. */
+static void rsync_resume(struct rsync *s, uint64_t rv)
+{
+    s->rv = rv;
+    rv_format(rv, s->rv_str);
+    s->warm = true;
+    atomic_store(&s->ar->ctr.up_stale, 1);
+    rsync_schedule(s, true, 0);
 }
 
 static void items_drop(struct rsync *s)
@@ -900,6 +912,16 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
     int64_t wait = REFLECTOR_POLL_MS;
 
     for (struct rsync *s = r->syncs; s != NULL; s = s->next) {
+        if (s->load != NULL) {
+            /* before its first request; the server already answers (429 until loaded) */
+            uint64_t rv = s->load(s->load_ctx, s->ar);
+
+            s->load = NULL;
+            if (rv > 0) {
+                rsync_resume(s, rv);
+            }
+            now = clock_mono_ms();
+        }
         if (s->state == RSYNC_IDLE && s->due_ms <= now) {
             int rc = rsync_start(s, now);
 
@@ -1036,10 +1058,11 @@ err_free:
 
 void reflector_add(struct reflector *r, struct apires *ar)
 {
-    reflector_add_from(r, ar, 0);
+    reflector_add_loading(r, ar, NULL, NULL);
 }
 
-void reflector_add_from(struct reflector *r, struct apires *ar, uint64_t rv)
+void reflector_add_loading(struct reflector *r, struct apires *ar, reflector_load_fn *load,
+                           void *ctx)
 {
     struct rsync *s = xcalloc(1, sizeof(*s));
     const struct apires_kind *k = &ar->kind;
@@ -1058,17 +1081,10 @@ void reflector_add_from(struct reflector *r, struct apires *ar, uint64_t rv)
     }
     s->easy = curl_easy_init();
     BUG_ON(s->easy == NULL); /* only fails on OOM, which we treat as fatal */
-    if (rv > 0) {
-        /* a loaded state: watch from its rv instead of listing (a 410 relists as usual) */
-        s->rv = rv;
-        rv_format(rv, s->rv_str);
-        s->warm = true;
-        atomic_store(&ar->ctr.up_stale, 1);
-        rsync_schedule(s, true, 0);
-    } else {
-        snprintf(s->rv_str, sizeof(s->rv_str), "0");
-        rsync_schedule(s, false, 0);
-    }
+    snprintf(s->rv_str, sizeof(s->rv_str), "0");
+    rsync_schedule(s, false, 0);
+    s->load = load;
+    s->load_ctx = ctx;
     atomic_fetch_add(&r->n_added, 1);
     pthread_mutex_lock(&r->qlock);
     s->next = r->queue;

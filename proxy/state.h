@@ -96,8 +96,9 @@ void state_file_fini(struct state_file *f);
  * would (kube_meta_blob), then resource_replace at the boundary and resource_apply for each
  * event, so the cache is ready (serving) at the saved rv. Returns the saved rv (> 0) for the
  * reflector to resume its watch from, or 0 when there was nothing to load or the file was
- * refused (logged with the reason; the resource then lists as usual). Before reflector_add;
- * any thread but not concurrently with another writer of <ar>.
+ * refused (logged with the reason; the resource then lists as usual). A reflector_load_fn's
+ * work (the reflector thread, before its first request for <ar>): any thread, but not
+ * concurrently with another writer of <ar>.
  */
 uint64_t state_load(struct apires *ar, const char *dir, const char *upstream);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -296,6 +297,60 @@ Test(warm_restart, a_sigkilled_proxy_restarts_warm_from_its_last_checkpoint, .ti
     lines_free(via_proxy, 2);
     lines_free(via_sim, 2);
     srv_stop(&px, "kwp proxy (second)");
+    srv_stop(&sim, "kwp sim");
+    dir_remove(&d);
+}
+
+/* Runs `kwp proxy <args> 2>&1`; returns its exit status and the output (caller frees). */
+static int kwp_run(const char *args, char **out)
+{
+    char cmd[1024];
+    size_t cap = 65536, len = 0, n;
+    FILE *f;
+    int st;
+
+    snprintf(cmd, sizeof(cmd), "'%s' proxy %s 2>&1", proc_kwp_bin(), args);
+    f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    *out = calloc(1, cap);
+    while (len + 1 < cap && (n = fread(*out + len, 1, cap - 1 - len, f)) > 0) {
+        len += n;
+    }
+    st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(warm_restart, the_flags_their_environment_twins_and_their_errors, .timeout = 60)
+{
+    struct srv sim, px;
+    struct dir d;
+    char *out = NULL;
+
+    cr_assert_eq(kwp_run("--help", &out), 0);
+    cr_assert(strstr(out, "--state-dir STR") != NULL && strstr(out, "[KWP_STATE_DIR]") != NULL);
+    cr_assert(strstr(out, "--state-interval DURATION") != NULL &&
+              strstr(out, "[KWP_STATE_INTERVAL]") != NULL);
+    free(out);
+    cr_assert_eq(kwp_run("--upstream http://127.0.0.1:1 --state-interval 1s", &out), 2);
+    cr_assert(strstr(out, "--state-interval needs --state-dir") != NULL, "%s", out);
+    free(out);
+    cr_assert_eq(kwp_run("--upstream http://127.0.0.1:1 --listen 127.0.0.1:0 --state-dir "
+                         "/nonexistent/kwp-state",
+                         &out),
+                 1);
+    cr_assert(strstr(out, "--state-dir /nonexistent/kwp-state is not a writable directory") != NULL,
+              "%s", out);
+    free(out);
+
+    /* KWP_STATE_DIR alone turns it on */
+    dir_make(&d);
+    srv_spawn(&sim, "sim", ARGS("--objects", "5", "--namespaces", "1", "--churn", "0"), NULL);
+    cr_assert_eq(setenv("KWP_STATE_DIR", d.path, 1), 0);
+    srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "pods"), NULL);
+    srv_wait_ready(&px, READY_MS);
+    srv_stop(&px, "kwp proxy");
+    cr_assert_eq(access(d.file, R_OK), 0, "KWP_STATE_DIR wrote no state file");
+    unsetenv("KWP_STATE_DIR");
     srv_stop(&sim, "kwp sim");
     dir_remove(&d);
 }
