@@ -173,8 +173,10 @@ static void rsync_synced(struct rsync *s, const char *how)
     if (s->warm) {
         s->warm = false;
         atomic_store(&s->ar->ctr.up_stale, 0);
-        log_info("reflector", "resource=%s rv=%s how=%s msg=\"resumed watch caught up: fresh\"",
-                 resource_name(s->ar->res), s->rv_str, how);
+        log_info("reflector", "resource=%s rv=%s how=%s msg=\"%s\"", resource_name(s->ar->res),
+                 s->rv_str, how,
+                 strcmp(how, "list") == 0 ? "loaded state replaced by a relist"
+                                          : "resumed watch caught up: fresh");
     }
     if (!s->synced) {
         s->synced = true;

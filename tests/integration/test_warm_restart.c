@@ -354,3 +354,43 @@ Test(warm_restart, the_flags_their_environment_twins_and_their_errors, .timeout 
     srv_stop(&sim, "kwp sim");
     dir_remove(&d);
 }
+
+Test(warm_restart, upstream_compacted_meanwhile_answers_410_and_the_proxy_relists, .timeout = 120)
+{
+    struct srv sim, px;
+    struct dir d;
+    struct http_resp r;
+    uint64_t x, rv, lists;
+    char path[96];
+    char *line;
+
+    dir_make(&d);
+    srv_spawn(
+        &sim, "sim",
+        ARGS("--objects", "20", "--namespaces", "1", "--churn", "0", "--compaction-interval", "0"),
+        NULL);
+    proxy_up(&px, sim.url, &d, NULL);
+    x = list_rv(px.url);
+    rv = api_pod_create(sim.url, "default", "p0", NULL);
+    wait_rv(px.url, rv);
+    srv_stop(&px, "kwp proxy (first)");
+    lists = pod_lists(&sim);
+    rv = api_pod_create(sim.url, "default", "p1", NULL);
+    snprintf(path, sizeof(path), "/_sim/compact?revision=%llu", (unsigned long long)rv);
+    api_req(sim.url, "POST", path, NULL, NULL, NULL, &r);
+    cr_assert_eq(r.code, 200, "compact: %ld %s", r.code, r.body);
+    http_resp_free(&r);
+
+    proxy_up(&px, sim.url, &d, NULL);
+    cr_assert(proc_log_has(px.p, "loaded saved state"));
+    cr_assert(proc_log_has(px.p, "watch expired, relisting"));
+    cr_assert(proc_log_has(px.p, "loaded state replaced by a relist"));
+    cr_assert_eq(pod_lists(&sim), lists + 1, "the 410 must relist once");
+    wait_rv(px.url, rv);
+    /* the relist reset the history: X from before the restart is too old now */
+    line = too_old_line(px.url, x);
+    free(line);
+    srv_stop(&px, "kwp proxy (second)");
+    srv_stop(&sim, "kwp sim");
+    dir_remove(&d);
+}
