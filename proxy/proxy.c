@@ -111,6 +111,7 @@ struct proxy {
     struct gate *gate;               /* NULL with --auth none */
     struct http_server *metrics_srv; /* --metrics-listen, or NULL */
     struct state_saver *saver;       /* --state-dir, or NULL */
+    char state_id[STATE_ID_MAX];     /* --state-dir: whose state the files are */
 };
 
 /* ---- registry -------------------------------------------------------------------------- */
@@ -138,7 +139,7 @@ static uint64_t state_of(void *ctx, struct apires *ar)
 {
     struct proxy *p = ctx;
 
-    return state_load(ar, p->o.state_dir, upstream_url(p->up));
+    return state_load(ar, p->o.state_dir, p->state_id);
 }
 
 /* Starts syncing <ar>: from its saved state when --state-dir has one, else with a LIST. */
@@ -488,8 +489,13 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
                  up_url);
     }
     if (o->state_dir) {
-        p->saver =
-            state_saver_start(o->state_dir, o->state_interval_ms, up_url, p->reg, err, err_len);
+        const char *ca_file, *ca_data;
+        bool insecure;
+
+        upstream_trust(up, &ca_file, &ca_data, &insecure);
+        state_upstream_id(up_url, ca_file, ca_data, insecure, p->state_id);
+        p->saver = state_saver_start(o->state_dir, o->state_interval_ms, p->state_id, p->reg, err,
+                                     err_len);
         if (!p->saver) {
             goto fail;
         }

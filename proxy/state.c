@@ -389,6 +389,61 @@ void state_file_fini(struct state_file *f)
     memset(f, 0, sizeof(*f));
 }
 
+/* ---- identity ------------------------------------------------------------------------------- */
+
+#define STATE_CA_MAX ((size_t)8 << 20) /* a CA bundle longer than this is named, not hashed */
+
+/* Lower-case hex of the SHA-256 of data[0..len) into <hex> (65 bytes). */
+static void sha256_hex(const void *data, size_t len, char hex[65])
+{
+    unsigned char sum[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+
+    if (EVP_Digest(data, len, sum, &n, EVP_sha256(), NULL) != 1 || n != STATE_SUM_LEN) {
+        snprintf(hex, 65, "unavailable");
+        return;
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+    }
+}
+
+static int read_file(const char *path, size_t max, char **out, size_t *out_len);
+
+void state_upstream_id(const char *url, const char *ca_file, const char *ca_data, bool insecure,
+                       char out[STATE_ID_MAX])
+{
+    char url_part[STATE_ID_MAX / 2 + 16], hex[65];
+    char *bundle = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (strlen(url) > STATE_ID_MAX / 2) {
+        sha256_hex(url, strlen(url), hex);
+        snprintf(url_part, sizeof(url_part), "sha256:%s", hex);
+    } else {
+        snprintf(url_part, sizeof(url_part), "%s", url);
+    }
+    if (insecure) {
+        snprintf(out, STATE_ID_MAX, "%s ca=insecure", url_part);
+    } else if (ca_data != NULL) {
+        sha256_hex(ca_data, strlen(ca_data), hex);
+        snprintf(out, STATE_ID_MAX, "%s ca=sha256:%s", url_part, hex);
+    } else if (ca_file != NULL) {
+        rc = read_file(ca_file, STATE_CA_MAX, &bundle, &len);
+        if (rc == 0) {
+            sha256_hex(bundle, len, hex);
+            snprintf(out, STATE_ID_MAX, "%s ca=sha256:%s", url_part, hex);
+        } else {
+            /* curl cannot verify with it either: whatever this names, nothing will match */
+            snprintf(out, STATE_ID_MAX, "%s ca=unreadable", url_part);
+        }
+        free(bundle);
+    } else {
+        snprintf(out, STATE_ID_MAX, "%s ca=system", url_part);
+    }
+}
+
 /* ---- files ---------------------------------------------------------------------------------- */
 
 static void ident_of(const struct apires *ar, const char *upstream, struct state_ident *id)
@@ -427,9 +482,9 @@ static bool file_path(const struct apires *ar, const char *dir, bool tmp, char *
     return n >= 0 && (size_t)n < cap;
 }
 
-/* Reads the whole file at <path> (at most STATE_MAX_FILE_BYTES). Returns 0, -ENOENT, -EFBIG
- * or -errno. */
-static int read_file(const char *path, char **out, size_t *out_len)
+/* Reads the whole file at <path> (at most <max> bytes). Returns 0, -ENOENT, -EFBIG or
+ * -errno. */
+static int read_file(const char *path, size_t max, char **out, size_t *out_len)
 {
     struct stat st;
     char *buf = NULL;
@@ -448,7 +503,7 @@ static int read_file(const char *path, char **out, size_t *out_len)
         rc = -EINVAL;
         goto out;
     }
-    if (st.st_size < 0 || (uint64_t)st.st_size > STATE_MAX_FILE_BYTES) {
+    if (st.st_size < 0 || (uint64_t)st.st_size > max) {
         rc = -EFBIG;
         goto out;
     }
@@ -541,7 +596,7 @@ uint64_t state_load(struct apires *ar, const char *dir, const char *upstream)
                  resource_name(ar->res), dir);
         return 0;
     }
-    rc = read_file(path, &buf, &len);
+    rc = read_file(path, STATE_MAX_FILE_BYTES, &buf, &len);
     if (rc == -ENOENT) {
         log_info("state", "resource=%s file=%s msg=\"no saved state, listing\"",
                  resource_name(ar->res), path);

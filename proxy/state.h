@@ -3,7 +3,8 @@
  *
  * One file per resource, DIR/<group|core>_<version>_<plural>.kwpstate, little-endian:
  *
- *   "KWPSTATE" | u32 version (1) | u32 0 | str upstream | str group | str version | str plural |
+ *   "KWPSTATE" | u32 version (1) | u32 0 | str upstream (state_upstream_id) | str group |
+ *   str version | str plural |
  *   str kind | u64 rv | u64 boundary | u64 n_objects | u64 n_events |
  *   n_objects x (u32 len, len bytes: an object as stored, at <boundary>, in key order) |
  *   n_events  x (u64 rv, u8 type, u32 len, len bytes: the event's object) |
@@ -72,6 +73,20 @@ struct state_file {
 #define STATE_ERR_CORRUPT (-EPROTO)  /* truncated, bad checksum, bad lengths or counts */
 #define STATE_ERR_VERSION (-ENOTSUP) /* not this format (magic) or another version */
 #define STATE_ERR_FOREIGN (-EXDEV)   /* another upstream or another resource */
+
+#define STATE_ID_MAX 2048 /* state_upstream_id's output, NUL included */
+
+/*
+ * The upstream identity files are written for (struct state_ident's <upstream>): the URL (its
+ * SHA-256 when it is longer than half of STATE_ID_MAX) plus what vouches for the server kwp
+ * talks to: " ca=sha256:<hex>" of the CA bundle it verifies the server with (<ca_data>, else
+ * the contents of <ca_file>: another cluster behind the same URL has another CA), " ca=system"
+ * (the system store) or " ca=insecure" (--insecure-skip-tls-verify). kube-apiserver offers no
+ * cluster UID an unprivileged client can read, and its /version changes with every upgrade (and
+ * is unknown while upstream is down, which is when a warm start helps most). Any thread.
+ */
+void state_upstream_id(const char *url, const char *ca_file, const char *ca_data, bool insecure,
+                       char out[STATE_ID_MAX]);
 
 /*
  * Encodes <x> for <id> into a heap buffer (*out, *out_len; caller frees): what state_save

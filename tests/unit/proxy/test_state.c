@@ -460,3 +460,35 @@ Test(state, the_saver_refuses_a_directory_it_cannot_write)
     cr_assert_null(state_saver_start("/nonexistent/kwp", 0, UP, NULL, err, sizeof(err)));
     cr_assert_str_eq(err, "--state-dir /nonexistent/kwp is not a writable directory");
 }
+
+Test(state, the_upstream_identity_names_the_url_and_what_vouches_for_the_server)
+{
+    char a[STATE_ID_MAX], b[STATE_ID_MAX], path[] = "/tmp/kwp-state-ca-XXXXXX";
+    char *long_url = malloc(STATE_ID_MAX + 1);
+    int fd;
+
+    state_upstream_id(UP, NULL, NULL, false, a);
+    cr_assert_str_eq(a, UP " ca=system");
+    state_upstream_id(UP, NULL, NULL, true, a);
+    cr_assert_str_eq(a, UP " ca=insecure");
+    /* sha256("CA1") */
+    state_upstream_id(UP, NULL, "CA1", false, a);
+    cr_assert_str_eq(a, UP " ca=sha256:"
+                           "8b6398d087e48123e80ba59f059907cf4539326ff1e06cd5c49ec0d402d4e2e3");
+    state_upstream_id(UP, NULL, "CA2", false, b);
+    cr_assert_str_neq(a, b, "another CA is another cluster");
+    fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, "CA1", 3), 3);
+    close(fd);
+    state_upstream_id(UP, path, NULL, false, b);
+    cr_assert_str_eq(a, b, "a CA file is hashed by its contents, as ca_data");
+    unlink(path);
+    state_upstream_id(UP, path, NULL, false, b);
+    cr_assert_str_eq(b, UP " ca=unreadable");
+    memset(long_url, 'h', STATE_ID_MAX);
+    long_url[STATE_ID_MAX] = '\0';
+    state_upstream_id(long_url, NULL, NULL, false, b);
+    cr_assert(strncmp(b, "sha256:", 7) == 0 && strlen(b) == 7 + 64 + strlen(" ca=system"));
+    free(long_url);
+}
