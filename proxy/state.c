@@ -675,11 +675,10 @@ int state_save(struct apires *ar, const char *dir, const char *upstream)
     }
     rc = resource_export(ar->res, &x);
     if (rc != 0) {
-        /* relisting: an older file would only resume from further back; drop it */
-        if (unlink(path) == 0) {
-            fsync_dir(dir);
-        }
-        log_info("state", "resource=%s msg=\"not synced: no state saved\"", resource_name(ar->res));
+        /* Not synced (relisting, or never loaded: a start that failed early). A file already
+         * there stays: resuming from an older rv is still right (a replay, or a 410). */
+        log_info("state", "resource=%s msg=\"not synced: no state saved, the previous file stays\"",
+                 resource_name(ar->res));
         return 0;
     }
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

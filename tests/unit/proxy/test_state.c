@@ -436,19 +436,20 @@ Test(state, a_valid_checksum_over_bad_objects_is_refused)
     free(d);
 }
 
-Test(state, an_unsynced_resource_saves_nothing_and_drops_its_old_file)
+Test(state, an_unsynced_resource_saves_nothing_and_keeps_its_old_file)
 {
-    struct apires *a = filled();
+    struct apires *a = filled(), *b = pods_new();
+    struct blob *later = pod("z", 40, "Pending");
     char *d = tmpdir();
-    char path[512];
 
     cr_assert_eq(state_save(a, d, UP), 0);
-    snprintf(path, sizeof(path), "%s/core_v1_pods.kwpstate", d);
-    cr_assert_eq(access(path, F_OK), 0);
+    cr_assert_eq(resource_apply(a->res, WATCH_ADDED, later, 40, 2), 0);
+    blob_unref(later);
     resource_set_unready(a->res, 2);
     cr_assert_eq(state_save(a, d, UP), 0);
-    cr_assert_eq(access(path, F_OK), -1);
+    cr_assert_eq(state_load(b, d, UP), 30, "the file of the last synced save stays");
     apires_free(a);
+    apires_free(b);
     rmdir_all(d);
     free(d);
 }
