@@ -120,7 +120,8 @@ uint64_t state_load(struct apires *ar, const char *dir, const char *upstream);
 /*
  * Writes <ar>'s state to <dir> (temporary name, fsync, rename, fsync of the directory).
  * A resource that is not ready (relisting, or not loaded yet) saves nothing and its previous
- * file stays (resuming from an older rv is still right: a replay, or a 410 and a relist). Returns 0 or -errno (logged). Any thread; takes the resource lock briefly.
+ * file stays (resuming from an older rv is still right: a replay, or a 410 and a relist).
+ * Returns 0 or -errno (logged). Any thread; takes the resource lock briefly.
  */
 int state_save(struct apires *ar, const char *dir, const char *upstream);
 
