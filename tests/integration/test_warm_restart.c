@@ -149,6 +149,20 @@ static char *too_old_line(const char *base, uint64_t rv)
     return l;
 }
 
+/* Whether the proxy's /metrics has the line "<name>{resource="pods"} <want>". */
+static bool pods_metric_is(const char *base, const char *name, unsigned want)
+{
+    struct http_resp r;
+    char line[160];
+    bool found;
+
+    api_req(base, "GET", "/metrics", NULL, NULL, NULL, &r);
+    snprintf(line, sizeof(line), "\n%s{resource=\"pods\"} %u\n", name, want);
+    found = r.code == 200 && strstr(r.body, line) != NULL;
+    http_resp_free(&r);
+    return found;
+}
+
 static void flip_byte(const char *file, long off)
 {
     FILE *f = fopen(file, "r+b");
@@ -203,6 +217,9 @@ Test(warm_restart, sigterm_then_restart_resumes_the_watch_and_replays_the_loaded
     wait_rv(px.url, rvs[4]);
     cr_assert_eq(pod_lists(&sim), lists, "the restarted proxy listed upstream");
     cr_assert_gt(pod_watches(&sim), watches, "the restarted proxy did not watch upstream");
+    cr_assert(pods_metric_is(px.url, "kwp_upstream_list_requests_total", 0));
+    cr_assert(pods_metric_is(px.url, "kwp_upstream_watch_requests_total", 1));
+    cr_assert(pods_metric_is(px.url, "kwp_state_stale", 0));
 
     /* the client comes back at X: the replay, exactly what the sim replays from X */
     via_proxy = watch_lines(px.url, x, 5);
