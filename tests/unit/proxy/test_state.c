@@ -493,3 +493,30 @@ Test(state, the_upstream_identity_names_the_url_and_what_vouches_for_the_server)
     cr_assert(strncmp(b, "sha256:", 7) == 0 && strlen(b) == 7 + 64 + strlen(" ca=system"));
     free(long_url);
 }
+
+Test(state, a_smaller_history_after_the_restart_moves_the_boundary_up_exactly)
+{
+    static const struct ring_opts tiny = {.min_cap = 2, .max_cap = 2, .fresh_ms = 0};
+    struct apires *a = filled();
+    struct apires *b = apires_new(apires_builtin("", "v1", "pods"), NULL, &tiny);
+    struct resource_stats st;
+    struct watcher w;
+    uint64_t boundary = 0;
+    char *d = tmpdir();
+
+    cr_assert_eq(state_save(a, d, UP), 0);
+    cr_assert_eq(state_load(b, d, UP), 30);
+    resource_stats(b->res, &st);
+    cr_assert_eq(st.history_len, 2);       /* rvs 21 and 23 */
+    cr_assert_eq(st.history_boundary, 20); /* as if the ring had evicted 17 and 19 itself */
+    memset(&w, 0, sizeof(w));
+    cr_assert_eq(resource_watch_from(b->res, &w, 19, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 20);
+    memset(&w, 0, sizeof(w));
+    cr_assert_eq(resource_watch_from(b->res, &w, 20, NULL), 0);
+    resource_watch_detach(b->res, &w);
+    apires_free(a);
+    apires_free(b);
+    rmdir_all(d);
+    free(d);
+}
