@@ -1075,32 +1075,84 @@ struct snapshot *resource_snapshot(struct resource *res, uint64_t *rv)
     return s;
 }
 
-/* Cost under the lock: O(CKPT_EVERY log n) when events newer than rv exist, else O(1). */
-int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out)
+/* Under mu: resource_snapshot_at's work. */
+static int snapshot_at_locked(struct resource *res, uint64_t rv, struct snapshot **out)
 {
     struct snapshot *cur;
     uint64_t seq;
     int rc;
 
-    lock(res);
     if (rv > res->rv) {
-        rc = -EAGAIN;
-        goto out;
+        return -EAGAIN;
     }
     rc = ring_seek(res->ring, rv, &seq, NULL);
     if (rc != 0) {
-        goto out;
+        return rc;
     }
     if (seq < ring_head(res->ring)) {
         *out = snapshot_new(state_before(res, seq), rv);
-        goto out;
+        return 0;
     }
     /* Nothing changed after rv: the current state, relabelled if progress moved the rv. */
     cur = current_snapshot(res);
     *out = cur->rv == rv ? snapshot_ref(cur) : snapshot_new(store_fork(res->store), rv);
-out:
+    return 0;
+}
+
+/* Cost under the lock: O(CKPT_EVERY log n) when events newer than rv exist, else O(1). */
+int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **out)
+{
+    int rc;
+
+    lock(res);
+    rc = snapshot_at_locked(res, rv, out);
     unlock(res);
     return rc;
+}
+
+int resource_export(struct resource *res, struct resource_export *out)
+{
+    uint64_t tail, head;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    lock(res);
+    if (!res->ready) {
+        unlock(res);
+        return -EAGAIN;
+    }
+    out->boundary = ring_boundary(res->ring);
+    out->rv = res->rv;
+    /* The boundary is always a state the history can rebuild (ring_seek accepts it). */
+    rc = snapshot_at_locked(res, out->boundary, &out->base);
+    BUG_ON(rc != 0);
+    tail = ring_tail(res->ring);
+    head = ring_head(res->ring);
+    out->n_events = (size_t)(head - tail);
+    out->events = xmalloc((out->n_events > 0 ? out->n_events : 1) * sizeof(*out->events));
+    for (uint64_t s = tail; s < head; s++) {
+        struct ring_event *e = &out->events[s - tail];
+
+        *e = *ring_at(res->ring, s);
+        e->obj = blob_ref(e->obj);
+        e->prev = NULL;
+        e->aux = NULL;
+    }
+    unlock(res);
+    return 0;
+}
+
+void resource_export_fini(struct resource_export *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < x->n_events; i++) {
+        blob_unref(x->events[i].obj);
+    }
+    free(x->events);
+    snapshot_unref(x->base);
+    memset(x, 0, sizeof(*x));
 }
 
 int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, uint64_t *cur)

@@ -205,6 +205,31 @@ int resource_snapshot_at(struct resource *res, uint64_t rv, struct snapshot **ou
  */
 int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, uint64_t *cur);
 
+/*
+ * What a warm restart needs to rebuild this resource exactly (proxy/state.c writes it): the
+ * state at the history boundary, every event of the history after it, and the current rv.
+ * Replaying <events> in order onto <base> with resource_replace(base, boundary) and
+ * resource_apply gives the current state, the same history and the same 410 boundary.
+ */
+struct resource_export {
+    struct snapshot *base;     /* the state at <boundary>, one reference */
+    struct ring_event *events; /* the history, oldest first: obj referenced, prev NULL */
+    size_t n_events;
+    uint64_t boundary; /* oldest-1 of the history (base->rv) */
+    uint64_t rv;       /* current rv (may exceed the last event's after progress) */
+};
+
+/*
+ * Takes <out> in one critical section: O(history) reference counts plus one state rebuild
+ * (resource_snapshot_at's cost), no copy of any object. Returns 0, or -EAGAIN when the
+ * resource is not ready (never synced, or relisting: its state must not be resumed from).
+ * Any thread; takes the lock. Release with resource_export_fini.
+ */
+int resource_export(struct resource *res, struct resource_export *out);
+
+/* Drops the references of <x> and zeroes it. NULL-safe; any thread, no lock. */
+void resource_export_fini(struct resource_export *x);
+
 /* ---- watchers ------------------------------------------------------------------------ */
 
 /*

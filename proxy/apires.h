@@ -65,6 +65,7 @@ struct apires_counters {
     atomic_ullong relists;       /* relists (start, 410, protocol errors) */
     atomic_ullong relists_kept;  /* of those, relists that found the state unchanged */
     atomic_ullong up_errors;     /* failed upstream requests and malformed data */
+    atomic_ullong up_stale;      /* 1 while serving a loaded state not yet fresh (state.h) */
 };
 
 /* One served resource: identity + cache + counters. Owned by the app (sim or proxy). */

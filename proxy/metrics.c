@@ -130,6 +130,10 @@ void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct
         {"kwp_upstream_errors_total", "counter",
          "Failed upstream requests and malformed upstream data.",
          offsetof(struct apires_counters, up_errors)},
+        {"kwp_state_stale", "gauge",
+         "1 while the resource serves a state loaded from --state-dir that its resumed upstream "
+         "watch has not caught up with yet.",
+         offsetof(struct apires_counters, up_stale)},
         {"kwp_relists_total", "counter",
          "Relists of the resource (start, upstream 410, protocol errors).",
          offsetof(struct apires_counters, relists)},

@@ -46,6 +46,7 @@
 #include "proxy/passthrough.h"
 #include "proxy/reflector.h"
 #include "proxy/registry.h"
+#include "proxy/state.h"
 #include "proxy/upstream.h"
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
@@ -101,6 +102,8 @@ struct proxy_opts {
     int64_t authz_denied_ttl_ms;
     const char *metrics_listen;
     int64_t shutdown_delay_ms;
+    const char *state_dir;     /* --state-dir, or NULL */
+    int64_t state_interval_ms; /* --state-interval; 0 = only at shutdown */
 };
 
 struct proxy {
@@ -117,6 +120,8 @@ struct proxy {
     struct gate *gate;               /* NULL with --auth none */
     struct http_server *metrics_srv; /* --metrics-listen, or NULL */
     atomic_bool shutting_down;       /* a SIGTERM/SIGINT came: /readyz fails */
+    struct state_saver *saver;       /* --state-dir, or NULL */
+    char state_id[STATE_ID_MAX];     /* --state-dir: whose state the files are */
 };
 
 /* ---- registry -------------------------------------------------------------------------- */
@@ -137,6 +142,20 @@ static struct ring_opts ring_opts_of(const struct proxy *p)
                            .max_cap = (size_t)p->o.history_max,
                            .fresh_ms = p->o.history_window_ms};
     return ro;
+}
+
+/* reflector_load_fn: <ar>'s saved state from --state-dir, on the reflector thread. */
+static uint64_t state_of(void *ctx, struct apires *ar)
+{
+    struct proxy *p = ctx;
+
+    return state_load(ar, p->o.state_dir, p->state_id);
+}
+
+/* Starts syncing <ar>: from its saved state when --state-dir has one, else with a LIST. */
+static void reg_start(struct proxy *p, struct apires *ar)
+{
+    reflector_add_loading(p->rf, ar, p->o.state_dir ? state_of : NULL, p);
 }
 
 /*
@@ -172,7 +191,7 @@ static struct apires *reg_ensure(struct proxy *p, const char *g, const char *v, 
     if (created) {
         log_info("proxy", "resource=%s msg=\"caching resource on first use\"",
                  resource_name(ar->res));
-        reflector_add(p->rf, ar);
+        reg_start(p, ar);
     }
     if (rc == -EAGAIN) {
         discovery_poke(p->disc);
@@ -212,7 +231,7 @@ static int reg_add_spec(struct proxy *p, const char *spec)
         apires_free(ar); /* listed twice, or the registry is full */
         return 0;
     }
-    reflector_add(p->rf, ar);
+    reg_start(p, ar);
     return 0;
 }
 
@@ -244,6 +263,11 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
         const struct apires *ar = registry_at(p->reg, i);
         if (!resource_is_ready(ar->res, NULL)) {
             snprintf(why, why_len, "%s not synced", resource_name(ar->res));
+            return false;
+        }
+        if (atomic_load(&ar->ctr.up_stale) != 0) {
+            snprintf(why, why_len, "%s loaded from --state-dir, not yet fresh",
+                     resource_name(ar->res));
             return false;
         }
         if (atomic_load(&ar->ctr.up_watch_open) == 0) {
@@ -402,6 +426,7 @@ static void proxy_stop(struct proxy *p, int64_t settle_ms)
     for (size_t i = 0; i < n; i++) {
         resource_close_all(registry_at(p->reg, i)->res);
     }
+    state_saver_final(p->saver); /* the reflector has stopped: the last state */
     passthrough_free(p->pt);
     p->pt = NULL;
     for (int64_t i = 0; p->srv && i < settle_ms / 10 && http_server_active(p->srv) > 0; i++) {
@@ -413,6 +438,7 @@ static void proxy_stop(struct proxy *p, int64_t settle_ms)
     http_server_stop(p->metrics_srv);
     p->metrics_srv = NULL;
     auth_free(p->auth);
+    state_saver_free(p->saver);
     registry_free(p->reg);
     discovery_free(p->disc);
     upstream_free(p->up);
@@ -587,6 +613,18 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
                  "upstream=%s msg=\"upstream unreachable at start; serving what can be "
                  "served and retrying\"",
                  up_url);
+    }
+    if (o->state_dir) {
+        const char *ca_file, *ca_data;
+        bool insecure;
+
+        upstream_trust(up, &ca_file, &ca_data, &insecure);
+        state_upstream_id(up_url, ca_file, ca_data, insecure, p->state_id);
+        p->saver = state_saver_start(o->state_dir, o->state_interval_ms, p->state_id, p->reg, err,
+                                     err_len);
+        if (!p->saver) {
+            goto fail;
+        }
     }
     for (size_t i = 0; i < o->resources.len; i++) {
         if (reg_add_spec(p, o->resources.items[i]) != 0) {
@@ -984,6 +1022,12 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
          "on SIGTERM/SIGINT: fail /readyz and keep serving this long, then end every watch (a "
          "BOOKMARK first where allowed) and exit; a second signal cuts it short (default 5s; kwp "
          "demo: 0)"},
+        {"state-dir", CFG_STR, &o.state_dir, 0, 0,
+         "warm restart: save each cached resource's state here at shutdown, and start from it "
+         "(watch from its resourceVersion instead of listing)"},
+        {"state-interval", CFG_DURATION, &o.state_interval_ms, 0, 86400000,
+         "with --state-dir: also save a checkpoint this often while running, so a crash restarts "
+         "warm too (default 0: only at shutdown)"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
@@ -1018,6 +1062,13 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     if (rc == 0 && !cmd->embedded_only && strcmp(o.too_large_rv, "forward") != 0 &&
         strcmp(o.too_large_rv, "local") != 0) {
         fprintf(stderr, "kwp proxy: --too-large-rv must be forward or local\n");
+        rc = -EINVAL;
+    }
+    if (rc == 0 && o.state_dir && o.state_dir[0] == '\0') {
+        o.state_dir = NULL;
+    }
+    if (rc == 0 && o.state_interval_ms > 0 && !o.state_dir) {
+        fprintf(stderr, "kwp proxy: --state-interval needs --state-dir\n");
         rc = -EINVAL;
     }
     if (rc == 0 && auth_mode_resolve(&o) != 0) {

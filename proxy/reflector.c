@@ -57,6 +57,7 @@
 #define REFLECTOR_LOG_MS 1000        /* one re-watch record per resource per interval */
 #define REFLECTOR_RELIST_GAP_MS 1000 /* 410 relists of one resource start this far apart */
 #define REFLECTOR_RETRY_AFTER_MAX_S 600 /* a longer Retry-After is taken as this */
+#define REFLECTOR_WARM_SETTLE_MS 1000   /* a resumed watch open this long has caught up */
 
 enum rsync_state { RSYNC_IDLE = 0, RSYNC_LISTING, RSYNC_WATCHING };
 
@@ -79,11 +80,14 @@ struct rsync {
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
     int64_t due_ms;
-    unsigned fails;         /* consecutive failures, for backoff */
-    int64_t list_start_ms;  /* when the last LIST (page 1) was sent; 0 = never */
-    int64_t retry_after_ms; /* Retry-After of the running transfer's answer; 0 = none */
-    bool synced;            /* the first list completed */
-    long http_code;         /* of the running transfer, once its headers are in */
+    unsigned fails;          /* consecutive failures, for backoff */
+    int64_t list_start_ms;   /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t retry_after_ms;  /* Retry-After of the running transfer's answer; 0 = none */
+    bool synced;             /* the first list completed */
+    bool warm;               /* resumed from a loaded state, not yet fresh (state.h) */
+    reflector_load_fn *load; /* run once before the first request (reflector_add_loading) */
+    void *load_ctx;
+    long http_code; /* of the running transfer, once its headers are in */
     enum rsync_verdict verdict;
     struct sbuf body; /* LIST page body (max_list_bytes), or a non-200 body (capped) */
     /* LIST in progress */
@@ -158,6 +162,36 @@ static void rsync_schedule(struct rsync *s, bool watch, int64_t due_ms)
     s->state = RSYNC_IDLE;
     s->next_is_watch = watch;
     s->due_ms = due_ms;
+}
+
+/*
+ * The first sync: the first list completed, or a watch resumed from a loaded state has caught
+ * up (<how> says which, for the log). /readyz counts it; a warm cache stops being "not fresh".
+ */
+static void rsync_synced(struct rsync *s, const char *how)
+{
+    if (s->warm) {
+        s->warm = false;
+        atomic_store(&s->ar->ctr.up_stale, 0);
+        log_info("reflector", "resource=%s rv=%s how=%s msg=\"%s\"", resource_name(s->ar->res),
+                 s->rv_str, how,
+                 strcmp(how, "list") == 0 ? "loaded state replaced by a relist"
+                                          : "resumed watch caught up: fresh");
+    }
+    if (!s->synced) {
+        s->synced = true;
+        atomic_fetch_add(&s->r->n_synced, 1);
+    }
+}
+
+/* A state loaded at <rv> (> 0): watch from it instead of listing; a 410 relists as usual. */
+static void rsync_resume(struct rsync *s, uint64_t rv)
+{
+    s->rv = rv;
+    rv_format(rv, s->rv_str);
+    s->warm = true;
+    atomic_store(&s->ar->ctr.up_stale, 1);
+    rsync_schedule(s, true, 0);
 }
 
 static void items_drop(struct rsync *s)
@@ -392,6 +426,9 @@ static int watch_bookmark(struct rsync *s, const char *obj, size_t len)
     resource_progress(s->ar->res, rv);
     s->rv = rv;
     memcpy(s->rv_str, rv_str, sizeof(rv_str));
+    if (s->warm) {
+        rsync_synced(s, "bookmark"); /* upstream's rv as of now: everything before it is in */
+    }
     return 0;
 }
 
@@ -777,10 +814,7 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
         resource_replace(s->ar->res, s->items, n, s->list_rv, now);
     }
     /* After the replace: /readyz must not report a cache that is not ready yet. */
-    if (!s->synced) {
-        s->synced = true;
-        atomic_fetch_add(&s->r->n_synced, 1);
-    }
+    rsync_synced(s, "list");
     for (size_t i = 0; i < n; i++) {
         blob_unref(s->items[i]);
     }
@@ -890,6 +924,16 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
     int64_t wait = REFLECTOR_POLL_MS;
 
     for (struct rsync *s = r->syncs; s != NULL; s = s->next) {
+        if (s->load != NULL) {
+            /* before its first request; the server already answers (429 until loaded) */
+            uint64_t rv = s->load(s->load_ctx, s->ar);
+
+            s->load = NULL;
+            if (rv > 0) {
+                rsync_resume(s, rv);
+            }
+            now = clock_mono_ms();
+        }
         if (s->state == RSYNC_IDLE && s->due_ms <= now) {
             int rc = rsync_start(s, now);
 
@@ -903,6 +947,11 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
         if (s->state == RSYNC_WATCHING) {
             if (s->watch_open_ms != 0 && now - s->watch_open_ms >= r->o.backoff_reset_ms) {
                 s->fails = 0;
+            }
+            /* kube-apiserver sends a resumed watch's backlog right after the headers */
+            if (s->warm && s->watch_open_ms != 0 &&
+                now - s->watch_open_ms >= REFLECTOR_WARM_SETTLE_MS) {
+                rsync_synced(s, "settled");
             }
             if (now >= s->watch_deadline_ms) {
                 rsync_done(s, CURLE_OPERATION_TIMEDOUT, now);
@@ -1021,6 +1070,12 @@ err_free:
 
 void reflector_add(struct reflector *r, struct apires *ar)
 {
+    reflector_add_loading(r, ar, NULL, NULL);
+}
+
+void reflector_add_loading(struct reflector *r, struct apires *ar, reflector_load_fn *load,
+                           void *ctx)
+{
     struct rsync *s = xcalloc(1, sizeof(*s));
     const struct apires_kind *k = &ar->kind;
     size_t len = strlen(k->group) + strlen(k->version) + strlen(k->plural) + 16;
@@ -1040,6 +1095,8 @@ void reflector_add(struct reflector *r, struct apires *ar)
     BUG_ON(s->easy == NULL); /* only fails on OOM, which we treat as fatal */
     snprintf(s->rv_str, sizeof(s->rv_str), "0");
     rsync_schedule(s, false, 0);
+    s->load = load;
+    s->load_ctx = ctx;
     atomic_fetch_add(&r->n_added, 1);
     pthread_mutex_lock(&r->qlock);
     s->next = r->queue;

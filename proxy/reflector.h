@@ -62,6 +62,23 @@ struct reflector *reflector_new(struct upstream *up, const struct reflector_opts
 void reflector_add(struct reflector *r, struct apires *ar);
 
 /*
+ * Fills <ar>'s cache before its first request (state_load): returns the rv of the state it
+ * loaded, or 0 when it loaded nothing. Called once, on the reflector thread.
+ */
+typedef uint64_t reflector_load_fn(void *ctx, struct apires *ar);
+
+/*
+ * As reflector_add, but <load> (if not NULL) runs first on the reflector thread, so the
+ * server answers meanwhile (the resource is not ready: 429s). When it returns an rv > 0 the
+ * first request is a WATCH from that rv instead of a LIST, and ar->ctr.up_stale is 1 (the
+ * resource does not count as synced) until that watch has caught up: its first bookmark, or
+ * REFLECTOR_WARM_SETTLE_MS after its 200 (the backlog after rv comes right after the
+ * headers). A 410 relists as usual. Loads of several resources run one after the other.
+ */
+void reflector_add_loading(struct reflector *r, struct apires *ar, reflector_load_fn *load,
+                           void *ctx);
+
+/*
  * Whether every added resource has completed its first list (for /readyz); true when none
  * was added. A later relist does not make it false again: the cache's own ready flag tells
  * that. Any thread, lock-free.

@@ -301,6 +301,14 @@ const char *upstream_url(const struct upstream *up)
     return up->url;
 }
 
+void upstream_trust(const struct upstream *up, const char **ca_file, const char **ca_data,
+                    bool *insecure)
+{
+    *ca_file = up->ca_file;
+    *ca_data = up->ca_data;
+    *insecure = up->insecure;
+}
+
 static void set_blob(CURL *e, CURLoption opt, const char *pem)
 {
     struct curl_blob b = {.data = (void *)pem, .len = strlen(pem), .flags = CURL_BLOB_COPY};

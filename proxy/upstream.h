@@ -80,6 +80,11 @@ void upstream_opts_from_target(struct upstream_opts *o, const struct kubeconfig_
 /* The base URL without a trailing slash (as configured, for logs). */
 const char *upstream_url(const struct upstream *up);
 
+/* How the upstream's certificate is verified: <ca_file> and <ca_data> (NULL when unset: the
+ * system store) and <insecure>. Strings lent for the upstream's life. Any thread. */
+void upstream_trust(const struct upstream *up, const char **ca_file, const char **ca_data,
+                    bool *insecure);
+
 /*
  * Prepares easy handle <e> for a request to <path_and_query> (starting with "/"): URL, TLS and
  * proxy options, credentials (an Authorization header appended to *<headers>, which the caller
