@@ -46,6 +46,7 @@
 #include "proxy/passthrough.h"
 #include "proxy/reflector.h"
 #include "proxy/registry.h"
+#include "proxy/reqlog.h"
 #include "proxy/upstream.h"
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
@@ -92,6 +93,8 @@ struct proxy_opts {
     int64_t authz_ttl_ms;
     int64_t authz_denied_ttl_ms;
     const char *metrics_listen;
+    const char *log_format;   /* --log-format: text, json */
+    int64_t log_request_rate; /* --log-request-rate: request log records per second */
 };
 
 struct proxy {
@@ -262,6 +265,13 @@ static void forward_counted(void *app, struct http_req *req)
     passthrough_forward_as(p->pt, req, gate_identity(req));
 }
 
+/* Each request of the main server as it completes: its histogram and request log record. */
+static void request_done(void *app, struct http_req *req, enum http_end how)
+{
+    struct proxy *p = app;
+    reqlog_done(p->reg, req, how);
+}
+
 /* --metrics-listen: /metrics without auth, nothing else. */
 static void metrics_handle(void *app, struct http_req *req)
 {
@@ -358,6 +368,8 @@ static void opts_defaults(struct proxy_opts *o)
     o->page_size = 500;
     o->max_line = 16 * 1024 * 1024;
     o->probe_interval_ms = 10000;
+    o->log_format = "text";
+    o->log_request_rate = REQLOG_RATE_DEFAULT;
     o->auth = "";
     o->authn_ttl_ms = AUTH_DEFAULT_TTL_MS;
     o->authz_ttl_ms = AUTH_DEFAULT_TTL_MS;
@@ -500,6 +512,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
     hso.client_ca_file = o->client_ca_file;
+    hso.done = request_done;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
     if (!p->srv) {
         goto fail;
@@ -838,6 +851,11 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
          "how long a denying SubjectAccessReview is cached (default 10s)"},
         {"metrics-listen", CFG_STR, &o.metrics_listen, 0, 0,
          "also serve /metrics without auth on this loopback HOST:PORT"},
+        {"log-format", CFG_STR, &o.log_format, 0, 0,
+         "text (logfmt, the default) or json: one JSON object per log line"},
+        {"log-request-rate", CFG_INT, &o.log_request_rate, 0, 100000,
+         "most request log records (denied, failed upstream, watch ended early) per second; "
+         "0 = none (default 10)"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
@@ -873,6 +891,16 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         strcmp(o.too_large_rv, "local") != 0) {
         fprintf(stderr, "kwp proxy: --too-large-rv must be forward or local\n");
         rc = -EINVAL;
+    }
+    if (rc == 0) {
+        enum log_format lf;
+        if (log_parse_format(o.log_format, &lf) != 0) {
+            fprintf(stderr, "kwp proxy: --log-format must be text or json\n");
+            rc = -EINVAL;
+        } else {
+            log_set_format(lf);
+            reqlog_set_rate((unsigned)o.log_request_rate);
+        }
     }
     if (rc == 0 && auth_mode_resolve(&o) != 0) {
         rc = -EINVAL;
