@@ -27,6 +27,7 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "tests/support/api.h"
 #include "tests/support/http.h"
 #include "tests/support/nap.h"
 #include "tests/support/proc.h"
@@ -624,6 +625,58 @@ Test(observe, a_forward_that_fails_upstream_is_logged_and_measured, .timeout = 1
         expo_get(e, "kwp_upstream_request_duration_seconds_count", "verb=GET,code=<error>"), 1);
     free(e);
     srv_stop(&px, "kwp proxy");
+}
+
+/* A relist upstream (its watch broke with writes it never carried, compacted past) ends the
+ * downstream watches: each is logged once, with the reason, as a watch ended early. */
+Test(observe, a_watch_the_relist_ends_is_logged_with_the_reason, .timeout = 120)
+{
+    struct srv sim, px;
+    struct watch *w;
+    struct http_resp r;
+    char path[512];
+    uint64_t r0, held;
+    char *log;
+
+    srv_spawn(&sim, "sim", ARGS("--objects", "0", "--churn", "0", "--compaction-interval", "0"),
+              NULL);
+    srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "configmaps"), NULL);
+    srv_wait_ready(&px, READY_MS);
+    api_make_ns(sim.url, "rl");
+    r0 = api_cm_create(sim.url, "rl", "c1", NULL, "1", NULL);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?resourceVersion=%llu",
+             (unsigned long long)r0);
+    for (uint64_t end = http_now_ms() + REQ_MS; get_code(px.url, path) != 200;) {
+        cr_assert_lt(http_now_ms(), end, "the proxy never reached rv %llu", (unsigned long long)r0);
+        nap(20);
+    }
+    snprintf(path, sizeof(path), "/api/v1/namespaces/rl/configmaps?watch=1&resourceVersion=%llu",
+             (unsigned long long)r0);
+    w = api_watch(px.url, path, 200);
+
+    cr_assert_eq(proc_kill(px.p, SIGSTOP), 0); /* its upstream watch ends while it sleeps */
+    snprintf(path, sizeof(path), "%s/_sim/drop-watches?resource=configmaps", sim.url);
+    cr_assert_eq(http_do("POST", path, NULL, "", NULL, REQ_MS, &r), 0);
+    http_resp_free(&r);
+    held = api_cm_create(sim.url, "rl", "c2", NULL, "1", NULL);
+    snprintf(path, sizeof(path), "%s/_sim/compact?revision=%llu", sim.url,
+             (unsigned long long)held);
+    cr_assert_eq(http_do("POST", path, NULL, "", NULL, REQ_MS, &r), 0);
+    cr_assert_eq(r.code, 200);
+    http_resp_free(&r);
+    cr_assert_eq(proc_kill(px.p, SIGCONT), 0);
+
+    cr_assert_eq(watch_wait_end(w, 30000), 0, "the relist ends the watch");
+    watch_close(w);
+    cr_assert_eq(wait_lines(&px, "msg=\"watch ended early\"", 1), 1);
+    log = read_log(&px);
+    cr_assert(strstr(log, "src=request user=\"\" verb=watch resource=configmaps namespace=rl "
+                          "code=200 reason=\"upstream relist: the cache's history was reset\" "
+                          "msg=\"watch ended early\"\n") != NULL,
+              "%s", log);
+    free(log);
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
 }
 
 /* ---- the flags ------------------------------------------------------------------------------- */
