@@ -31,6 +31,7 @@
 #include "tests/support/http.h"
 #include "tests/support/nap.h"
 #include "tests/support/proc.h"
+#include "tests/support/sock.h"
 #include "tests/support/srv.h"
 
 #define REQ_MS 15000L
@@ -675,6 +676,37 @@ Test(observe, a_watch_the_relist_ends_is_logged_with_the_reason, .timeout = 120)
                           "msg=\"watch ended early\"\n") != NULL,
               "%s", log);
     free(log);
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
+}
+
+/* A client that stops reading is closed after --watch-stall-timeout and logged as stalled. */
+Test(observe, a_watch_closed_for_stalling_is_logged, .timeout = 120)
+{
+    static const char rq[] = "GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=0 "
+                             "HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n";
+    struct srv sim, px;
+    char *log;
+    int fd;
+
+    srv_spawn(
+        &sim, "sim",
+        ARGS("--objects", "40", "--namespaces", "1", "--churn", "300", "--object-bytes", "4096"),
+        NULL);
+    srv_spawn(&px, "proxy",
+              ARGS("--upstream", sim.url, "--resources", "pods", "--watch-stall-timeout", "1s"),
+              NULL);
+    srv_wait_ready(&px, READY_MS);
+    fd = sock_connect(px.url, 4096); /* and never reads: the kernel buffers fill at once */
+    cr_assert(sock_send_all(fd, rq, sizeof(rq) - 1));
+    cr_assert_eq(wait_lines(&px, "msg=\"watch ended early\"", 1), 1, "no stall logged");
+    log = read_log(&px);
+    cr_assert(strstr(log, "src=request user=\"\" verb=watch resource=pods namespace=default "
+                          "code=200 reason=\"client stalled: it read nothing for "
+                          "--watch-stall-timeout while events waited\"") != NULL,
+              "%s", log);
+    free(log);
+    close(fd);
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
 }
