@@ -548,7 +548,8 @@ Test(observe, denied_requests_are_logged_as_json_at_most_n_a_second, .timeout = 
     srv_spawn(&sim, "sim", ARGS("--objects", "0", "--churn", "0"), NULL);
     srv_spawn(&px, "proxy",
               ARGS("--upstream", sim.url, "--resources", "pods", "--auth", "delegated",
-                   "--log-format", "json", "--log-request-rate", "1"),
+                   "--log-format", "json", "--log-request-rate", "1", "--metrics-listen",
+                   "127.0.0.1:0"),
               NULL);
     srv_wait_ready(&px, READY_MS);
     t0 = http_now_ms();
@@ -597,6 +598,25 @@ Test(observe, denied_requests_are_logged_as_json_at_most_n_a_second, .timeout = 
     }
     cr_assert_eq(records, 2);
     free(log);
+
+    /* the whole /metrics with the auth families passes the checker too */
+    {
+        char *l = read_log(&px), *m = strstr(l, "\"metrics_url\":\""), *q;
+        struct expo *e;
+
+        cr_assert(m != NULL, "no metrics_url in the log");
+        m += strlen("\"metrics_url\":\"");
+        q = strchr(m, '"');
+        cr_assert(q != NULL);
+        *q = '\0';
+        e = scrape(m);
+        cr_assert_eq(expo_get(e, "kwp_authentications_total", "result=failure"), 7);
+        cr_assert_eq(
+            expo_get(e, "kwp_request_duration_seconds_count", "verb=LIST,resource=pods,code=401"),
+            6);
+        free(e);
+        free(l);
+    }
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
 }
