@@ -11,6 +11,7 @@
 #include "proxy/apires.h"
 #include "proxy/gate.h"
 #include "proxy/identity.h"
+#include "proxy/k8s_path.h"
 #include "proxy/log.h"
 #include "proxy/registry.h"
 #include "proxy/reqinfo.h"
@@ -110,23 +111,57 @@ void reqlog_request(const struct reqlog_entry *e)
     log_fields(LOG_LEVEL_WARN, "request", f, sizeof(f) / sizeof(f[0]), str_or_empty(e->msg));
 }
 
-void reqlog_done(const struct registry *reg, struct http_req *req, enum http_end how)
+/* The request record of a request that was noted or failed (reqlog_done). */
+static void log_done(struct http_req *req, int code, const char *user, const char *reason,
+                     enum reqstats_verb verb)
 {
-    struct reqinfo ri = {0};
+    const struct identity *id = gate_identity(req);
     const struct k8s_query_kv *q;
-    const struct apires *ar;
-    const char *label = reqstats_none, *user = NULL, *reason;
-    int code = http_req_code(req);
-    enum reqstats_verb verb;
-    char why[64], res[256];
+    struct reqinfo ri = {0};
+    char res[256];
     bool parsed;
     size_t n;
 
     q = http_req_query(req, &n);
     parsed = reqinfo_parse(http_req_method(req), http_req_path(req), q, n, &ri) == 0;
-    verb = reqstats_verb_of_request(req, parsed ? &ri : NULL);
-    if (parsed && ri.is_resource) {
-        ar = registry_find(reg, ri.group, ri.version, ri.resource);
+    if (!parsed) {
+        snprintf(res, sizeof(res), "%s", http_req_path(req));
+    } else if (!ri.is_resource) {
+        snprintf(res, sizeof(res), "%s", ri.path);
+    } else if (ri.subresource[0]) {
+        snprintf(res, sizeof(res), "%s/%s", ri.resource, ri.subresource);
+    } else {
+        snprintf(res, sizeof(res), "%s", ri.resource);
+    }
+    struct reqlog_entry e = {
+        .user = user != NULL && user[0] ? user
+                : id != NULL            ? id->user
+                                        : "",
+        .verb = parsed ? ri.verb : "",
+        .resource = res,
+        .ns = parsed ? ri.ns : "",
+        .code = code,
+        .reason = reason,
+        .msg = code == 401 || code == 403              ? "request denied"
+               : verb == REQSTATS_WATCH && code == 200 ? "watch ended early"
+                                                       : "request failed",
+    };
+    reqlog_request(&e);
+    reqinfo_fini(&ri);
+}
+
+void reqlog_done(const struct registry *reg, struct http_req *req, enum http_end how)
+{
+    struct k8s_path kp;
+    const struct apires *ar;
+    const char *label = reqstats_none, *user = NULL, *reason;
+    int code = http_req_code(req);
+    bool resource = k8s_path_parse(http_req_path(req), &kp) == 0;
+    enum reqstats_verb verb = reqstats_verb_of_request(req, resource ? &kp : NULL);
+    char why[64];
+
+    if (resource) {
+        ar = registry_find(reg, kp.group, kp.version, kp.resource);
         label = ar != NULL ? resource_name(ar->res) : reqstats_other;
     }
     if (code > 0) {
@@ -141,31 +176,6 @@ void reqlog_done(const struct registry *reg, struct http_req *req, enum http_end
         reason = "client stalled: it read nothing for --watch-stall-timeout while events waited";
     }
     if (reason != NULL) {
-        const struct identity *id = gate_identity(req);
-
-        if (!parsed) {
-            snprintf(res, sizeof(res), "%s", http_req_path(req));
-        } else if (!ri.is_resource) {
-            snprintf(res, sizeof(res), "%s", ri.path);
-        } else if (ri.subresource[0]) {
-            snprintf(res, sizeof(res), "%s/%s", ri.resource, ri.subresource);
-        } else {
-            snprintf(res, sizeof(res), "%s", ri.resource);
-        }
-        struct reqlog_entry e = {
-            .user = user != NULL && user[0] ? user
-                    : id != NULL            ? id->user
-                                            : "",
-            .verb = parsed ? ri.verb : "",
-            .resource = res,
-            .ns = parsed ? ri.ns : "",
-            .code = code,
-            .reason = reason,
-            .msg = code == 401 || code == 403              ? "request denied"
-                   : verb == REQSTATS_WATCH && code == 200 ? "watch ended early"
-                                                           : "request failed",
-        };
-        reqlog_request(&e);
+        log_done(req, code, user, reason, verb);
     }
-    reqinfo_fini(&ri);
 }

@@ -21,7 +21,6 @@
 #include "cache/sbuf.h"
 #include "proxy/http_server.h"
 #include "proxy/promtext.h"
-#include "proxy/reqinfo.h"
 
 #define SLOTS (REQSTATS_MAX_SERIES * 2) /* a power of two: at most half full */
 
@@ -91,7 +90,7 @@ static bool watch_param(const struct k8s_query_kv *q, size_t n)
     return false;
 }
 
-enum reqstats_verb reqstats_verb_of(const char *method, const struct reqinfo *ri,
+enum reqstats_verb reqstats_verb_of(const char *method, const struct k8s_path *kp,
                                     const struct k8s_query_kv *q, size_t n,
                                     const char *content_type)
 {
@@ -99,14 +98,11 @@ enum reqstats_verb reqstats_verb_of(const char *method, const struct reqinfo *ri
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     enum reqstats_verb v;
 
-    if (get && ri != NULL && ri->is_resource && strcmp(ri->verb, "watch") == 0) {
-        return REQSTATS_WATCH; /* a /watch/ path too (the installer's WATCH/WATCHLIST) */
-    }
     if (get) {
-        /* CanonicalVerb: the installer's scope; a named object is "resource" scope */
-        v = ri != NULL && ri->is_resource && ri->n_parts < 2 ? REQSTATS_LIST : REQSTATS_GET;
-        if (watch_param(q, n)) {
-            v = REQSTATS_WATCH;
+        /* CanonicalVerb with the installer's scope: a named object is "resource" scope */
+        v = kp != NULL && kp->name[0] == '\0' ? REQSTATS_LIST : REQSTATS_GET;
+        if ((kp != NULL && kp->legacy_watch) || watch_param(q, n)) {
+            return REQSTATS_WATCH; /* the installer's WATCH/WATCHLIST, getVerbIfWatch */
         }
     } else if (strcmp(method, "POST") == 0) {
         v = REQSTATS_POST;
@@ -119,11 +115,11 @@ enum reqstats_verb reqstats_verb_of(const char *method, const struct reqinfo *ri
                 ? REQSTATS_APPLY
                 : REQSTATS_PATCH;
     } else {
-        return REQSTATS_OTHER; /* CONNECT below applies only to a verb metrics report */
+        return REQSTATS_OTHER; /* cleanVerb: not one of validRequestMethods */
     }
-    if (ri != NULL && ri->is_resource && ri->subresource[0] != '\0') {
+    if (kp != NULL && kp->subresource[0] != '\0') {
         for (size_t i = 0; i < sizeof(connect) / sizeof(connect[0]); i++) {
-            if (strcmp(ri->subresource, connect[i]) == 0) {
+            if (strcmp(kp->subresource, connect[i]) == 0) {
                 return REQSTATS_CONNECT;
             }
         }
@@ -131,22 +127,17 @@ enum reqstats_verb reqstats_verb_of(const char *method, const struct reqinfo *ri
     return v;
 }
 
-enum reqstats_verb reqstats_verb_of_request(const struct http_req *req, const struct reqinfo *ri)
+enum reqstats_verb reqstats_verb_of_request(const struct http_req *req, const struct k8s_path *kp)
 {
-    const char *method = http_req_method(req);
-    const char *ct = http_req_header(req, "Content-Type");
-    struct reqinfo mine = {0};
+    struct k8s_path mine;
     const struct k8s_query_kv *q;
     size_t n;
-    enum reqstats_verb v;
 
-    q = http_req_query(req, &n);
-    if (ri == NULL && reqinfo_parse(method, http_req_path(req), q, n, &mine) == 0) {
-        ri = &mine;
+    if (kp == NULL && k8s_path_parse(http_req_path(req), &mine) == 0) {
+        kp = &mine;
     }
-    v = reqstats_verb_of(method, ri, q, n, ct);
-    reqinfo_fini(&mine);
-    return v;
+    q = http_req_query(req, &n);
+    return reqstats_verb_of(http_req_method(req), kp, q, n, http_req_header(req, "Content-Type"));
 }
 
 /* ---- series ----------------------------------------------------------------------------- */

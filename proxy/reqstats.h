@@ -30,7 +30,6 @@
 
 #include "proxy/k8s_path.h"
 
-struct reqinfo;
 struct sbuf;
 
 #define REQSTATS_MAX_SERIES 4096
@@ -58,18 +57,18 @@ const char *reqstats_verb_name(enum reqstats_verb v);
  * path, or watch= other than "0"/"false" on a GET) is WATCH; PATCH with Content-Type
  * application/apply-patch+yaml is APPLY; a log, exec, attach, portforward or proxy subresource
  * is CONNECT; other methods are themselves (POST, PUT, PATCH, DELETE), anything else "other".
- * <ri> is the request's reqinfo (NULL: not parsed; then the method alone decides); <q> its n
- * query pairs; <content_type> may be NULL. Pure; any thread.
+ * <kp> is the request's parsed resource path (k8s_path_parse; NULL: not a resource path); <q>
+ * its n query pairs; <content_type> may be NULL. Pure; any thread.
  */
-enum reqstats_verb reqstats_verb_of(const char *method, const struct reqinfo *ri,
+enum reqstats_verb reqstats_verb_of(const char *method, const struct k8s_path *kp,
                                     const struct k8s_query_kv *q, size_t n,
                                     const char *content_type);
 
 struct http_req;
 
-/* reqstats_verb_of for <req> (method, query, Content-Type) with its reqinfo <ri>; NULL: the
- * reqinfo is parsed here (and freed). MHD thread that owns <req>. */
-enum reqstats_verb reqstats_verb_of_request(const struct http_req *req, const struct reqinfo *ri);
+/* reqstats_verb_of for <req> (method, query, Content-Type) at its resource path <kp>; NULL:
+ * the path is parsed here. MHD thread that owns <req>. */
+enum reqstats_verb reqstats_verb_of_request(const struct http_req *req, const struct k8s_path *kp);
 
 /* The resource label of a resource request outside the registry, and of a non-resource
  * request: pass these very pointers (series are keyed by the label's address). */
