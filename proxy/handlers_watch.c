@@ -450,20 +450,23 @@ static void note_cache_end(struct hreq *h)
 }
 
 /* kwp_watch_event_delivery_lag_seconds: after a frame of the event appended at <t_ms> was
- * written, remembers the oldest such time of this write (from the start of the live stream
- * at the earliest, as --watch-max-lag); lag_flush observes them once per write. */
+ * written, counts it and remembers the oldest such time of this write (from the start of the
+ * live stream at the earliest, as --watch-max-lag); lag_flush observes them once per write
+ * (initial ADDED events and bookmarks are not events that waited: not counted). */
 static inline void lag_note(struct hreq *h, int64_t t_ms)
 {
     if (h->lag_from_ms == 0) {
         h->lag_from_ms = t_ms > h->live_ms ? t_ms : h->live_ms;
     }
+    h->lag_frames++;
 }
 
 static void lag_flush(struct hreq *h, int64_t now)
 {
     if (h->lag_from_ms != 0) {
-        reqstats_lag_ms(now - h->lag_from_ms, h->frames);
+        reqstats_lag_ms(now - h->lag_from_ms, h->lag_frames);
         h->lag_from_ms = 0;
+        h->lag_frames = 0;
     }
 }
 
