@@ -1048,6 +1048,8 @@ void resource_stats(struct resource *res, struct resource_stats *out)
     out->history_len = ring_len(res->ring);
     out->history_cap = ring_cap(res->ring);
     out->history_boundary = ring_boundary(res->ring);
+    out->history_oldest_ms =
+        ring_len(res->ring) > 0 ? ring_at(res->ring, ring_tail(res->ring))->t_ms : 0;
     out->ready = res->ready;
     unlock(res);
 }
@@ -1430,6 +1432,22 @@ void resource_watch_detach(struct resource *res, struct watcher *w)
         w->suspended = false;
     }
     unlock(res);
+}
+
+enum watch_end resource_watch_end_reason(struct resource *res, const struct watcher *w)
+{
+    enum watch_end why = WATCH_END_CLOSED;
+
+    lock(res);
+    if (res->closing) {
+        why = WATCH_END_SHUTDOWN;
+    } else if (w->epoch != res->epoch) {
+        why = WATCH_END_RELIST;
+    } else if (w->cursor < ring_tail(res->ring)) {
+        why = WATCH_END_EXPIRED;
+    }
+    unlock(res);
+    return why;
 }
 
 /* Kill, tick and close only flag and wake: the reader sees -EPIPE on its next call and its

@@ -90,6 +90,8 @@ struct resource_stats {
     size_t history_len;    /* events in the ring */
     size_t history_cap;
     uint64_t history_boundary; /* oldest-1: smallest rv a watch may start from */
+    int64_t history_oldest_ms; /* when the oldest event held was appended (the clock given to
+                                  the writers); 0 when the history is empty */
     bool ready;
 };
 
@@ -306,6 +308,17 @@ bool resource_watch_oldest_ms(struct resource *res, struct watcher *w, int64_t *
  */
 ssize_t resource_watch_take(struct resource *res, struct watcher *w, struct ring_event *out,
                             size_t max);
+
+/* Why the cache ended a watch (resource_watch_end_reason). */
+enum watch_end {
+    WATCH_END_CLOSED = 0, /* closed by its owner: resource_watch_kill, resource_end_watches */
+    WATCH_END_SHUTDOWN,   /* resource_close_all */
+    WATCH_END_RELIST,     /* a relist reset the history (resource_replace) */
+    WATCH_END_EXPIRED,    /* its cursor fell out of the history (too slow, or compaction) */
+};
+
+/* After resource_watch_next/take returned -EPIPE for <w> (still attached): why. */
+enum watch_end resource_watch_end_reason(struct resource *res, const struct watcher *w);
 
 /* Sets when the tick must wake this watcher next (bookmark or deadline); 0 = never. */
 void resource_watch_set_due(struct resource *res, struct watcher *w, int64_t due_ms);

@@ -79,10 +79,12 @@ static void answer_status(struct gate_req *gr, const struct kstatus *st)
     gr->code = st->code;
 }
 
-static void answer_unauthorized(struct gate_req *gr)
+/* <why> is for the request log only: the answer is the same 401 whatever failed. */
+static void answer_unauthorized(struct gate_req *gr, const char *why)
 {
     struct kstatus st;
 
+    http_req_note(gr->req, "", "Unauthorized: %s", why);
     authz_status_unauthorized(&st);
     answer_status(gr, &st);
     atomic_fetch_add(&gr->g->authn_failed, 1);
@@ -93,6 +95,7 @@ static void answer_forbidden(struct gate_req *gr, const char *user, const struct
 {
     struct kstatus st;
 
+    http_req_note(gr->req, user, "Forbidden: %s", reason && reason[0] ? reason : "not allowed");
     authz_status_forbidden(&st, user, a, reason);
     answer_status(gr, &st);
     atomic_fetch_add(&gr->g->authz_denied, 1);
@@ -103,6 +106,7 @@ static void answer_internal(struct gate_req *gr, const char *err)
     const char *uri = http_req_uri(gr->req);
     size_t need = authz_status_internal_error(uri, err, NULL, 0);
 
+    http_req_note(gr->req, NULL, "authorization failed: %s", err);
     gr->body = xmalloc(need + 1);
     authz_status_internal_error(uri, err, gr->body, need + 1);
     gr->body_len = need;
@@ -130,7 +134,7 @@ static int authenticate(struct gate_req *gr, bool cached_only, struct identity *
     if (gr->cert_rc == -EACCES) {
         log_debug("gate", "path=%s msg=\"unauthorized: client certificate does not verify\"",
                   http_req_path(gr->req));
-        answer_unauthorized(gr);
+        answer_unauthorized(gr, "client certificate does not verify");
         return 1;
     }
     if (auth_bearer_token(gr->authorization, &token, &len)) {
@@ -141,14 +145,14 @@ static int authenticate(struct gate_req *gr, bool cached_only, struct identity *
         }
         if (rc != 0) {
             log_debug("gate", "path=%s msg=\"unauthorized: %s\"", http_req_path(gr->req), err);
-            answer_unauthorized(gr);
+            answer_unauthorized(gr, err);
             return 1;
         }
         atomic_fetch_add(&g->authn_ok, 1);
         return 0;
     }
     if (!g->o.anonymous) {
-        answer_unauthorized(gr);
+        answer_unauthorized(gr, "no credentials");
         return 1;
     }
     *id = identity_anonymous_new();

@@ -70,6 +70,8 @@ struct hreq {
                              from here, so a resumed watch may replay old events */
     bool released;        /* the write buffer was released once (watch_quiet) */
     uint64_t frames;      /* frames written, not yet added to ar->ctr.frames */
+    int64_t lag_from_ms;  /* arrival (or live start) of the oldest event among them; 0 = none */
+    uint64_t lag_frames;  /* how many of them are events (not initial ADDED or bookmarks) */
     /* ---- negotiation and bodies ---- */
     struct negotiate neg; /* recomputed on every entry (a pure function of the request) */
     bool table_hdr_sent;  /* watch Tables: columnDefinitions only on the first event */

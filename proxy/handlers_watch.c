@@ -35,6 +35,7 @@
 #include "proxy/kstatus.h"
 #include "proxy/log.h"
 #include "proxy/pieces.h"
+#include "proxy/reqstats.h"
 
 _Static_assert(HANDLERS_WATCH_BATCH <= RING_SEG,
                "a short batch must mean nothing more was pending");
@@ -428,8 +429,47 @@ static bool watch_lagging(struct hreq *h, int64_t t_ms, int64_t now)
         resource_name(h->ar->res), h->sc.ns, (long long)(now - since),
         (unsigned long long)h->last_rv, resource_name(h->ar->res));
     atomic_fetch_add(&h->ar->ctr.terminated, 1);
+    http_req_note(h->req, NULL,
+                  "client too slow: its next event waited %lld ms (--watch-max-lag %lld ms)",
+                  (long long)(now - since), (long long)h->opts->watch_max_lag_ms);
     h->ending = true;
     return true;
+}
+
+/* The request log's reason for a watch the cache ended (not for a client that left). */
+static void note_cache_end(struct hreq *h)
+{
+    static const char *const why[] = {
+        [WATCH_END_CLOSED] = "ended by the server",
+        [WATCH_END_SHUTDOWN] = "server shutting down",
+        [WATCH_END_RELIST] = "upstream relist: the cache's history was reset",
+        [WATCH_END_EXPIRED] = "overflow: the watch fell out of the history window",
+    };
+
+    if (h->req != NULL && !h->peer_gone) {
+        http_req_note(h->req, NULL, "%s", why[resource_watch_end_reason(h->ar->res, &h->w)]);
+    }
+}
+
+/* kwp_watch_event_delivery_lag_seconds: after a frame of the event appended at <t_ms> was
+ * written, counts it and remembers the oldest such time of this write (from the start of the
+ * live stream at the earliest, as --watch-max-lag); lag_flush observes them once per write
+ * (initial ADDED events and bookmarks are not events that waited: not counted). */
+static inline void lag_note(struct hreq *h, int64_t t_ms)
+{
+    if (h->lag_from_ms == 0) {
+        h->lag_from_ms = t_ms > h->live_ms ? t_ms : h->live_ms;
+    }
+    h->lag_frames++;
+}
+
+static void lag_flush(struct hreq *h, int64_t now)
+{
+    if (h->lag_from_ms != 0) {
+        reqstats_lag_ms(now - h->lag_from_ms, h->lag_frames);
+        h->lag_from_ms = 0;
+        h->lag_frames = 0;
+    }
 }
 
 /*
@@ -544,8 +584,12 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             if (watch_lagging(h, h->pend[h->pend_i].t_ms, now)) {
                 return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
             }
+            uint64_t frames = h->frames;
             if (emit_event(h, buf, max, &n, &h->pend[h->pend_i]) == EMIT_FULL) {
                 return (ssize_t)n;
+            }
+            if (h->frames != frames) {
+                lag_note(h, h->pend[h->pend_i].t_ms);
             }
             h->pend_i++;
             if (h->over) {
@@ -598,6 +642,7 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
         }
         if (got < 0) {
+            note_cache_end(h);
             h->ending = true;
             return n > 0 ? (ssize_t)n : HTTP_STREAM_END;
         }
@@ -620,6 +665,7 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
     }
     got = watch_fill(h, buf, max, now);
     if (h->frames > 0) { /* one shared-counter update per call, not per frame */
+        lag_flush(h, now);
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);
         h->frames = 0;
     }
@@ -838,13 +884,22 @@ struct watcher *handlers_watch_bare_watcher(struct hreq *h)
 int handlers_watch_bare_emit(struct hreq *h, char *buf, size_t max, size_t *n,
                              const struct ring_event *ev)
 {
-    return emit_event(h, buf, max, n, ev) == EMIT_OK ? 0 : -ENOSPC;
+    uint64_t frames = h->frames;
+    int rc = emit_event(h, buf, max, n, ev) == EMIT_OK ? 0 : -ENOSPC;
+
+    if (h->frames != frames) {
+        lag_note(h, ev->t_ms);
+    }
+    return rc;
 }
 
 uint64_t handlers_watch_bare_frames(struct hreq *h)
 {
     uint64_t f = h->frames;
 
+    if (f > 0) {
+        lag_flush(h, h->lag_from_ms); /* as watch_read does; the bench keeps no clock */
+    }
     h->frames = 0;
     return f;
 }

@@ -70,6 +70,7 @@ struct http_server {
     struct MHD_Daemon *d;
     http_handle_fn *handle;
     void *app;
+    http_done_fn *done; /* opts.done: the app's look at each request as it completes */
     size_t max_body;
     size_t pool;       /* per-connection pool bytes (MHD_OPTION_CONNECTION_MEMORY_LIMIT) */
     unsigned max_conn; /* connections MHD holds at most */
@@ -117,6 +118,9 @@ struct http_req {
     size_t body_len;
     size_t body_cap;
     int64_t start_ms;
+    int64_t start_ns; /* CLOCK_MONOTONIC, for the duration histogram */
+    int code;         /* the status queued, 0 before a reply */
+    char *note;       /* http_req_note: "user\0reason", or NULL (rare: failures only) */
     void *state;
     http_state_free_fn *state_free;
     http_handle_fn *owner_fn; /* set by http_req_take_over */
@@ -365,6 +369,7 @@ static struct http_req *req_new(struct http_server *srv, struct MHD_Connection *
     req->chunked = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
                    !header_has_token(conn, MHD_HTTP_HEADER_CONNECTION, "close");
     req->start_ms = clock_mono_ms();
+    req->start_ns = clock_mono_ns();
     free(pre);
     return req;
 }
@@ -393,6 +398,7 @@ static void req_free(struct http_req *req)
     }
     req_free_headers(req);
     free(req->body);
+    free(req->note);
     free(req);
 }
 
@@ -490,6 +496,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (req_is_placeholder(req)) {
         free(req); /* the request never reached on_access */
         return;
+    }
+    if (srv->done) {
+        static const enum http_end ends[] = {
+            [MHD_REQUEST_TERMINATED_COMPLETED_OK] = HTTP_END_OK,
+            [MHD_REQUEST_TERMINATED_WITH_ERROR] = HTTP_END_ERROR,
+            [MHD_REQUEST_TERMINATED_TIMEOUT_REACHED] = HTTP_END_TIMEOUT,
+            [MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN] = HTTP_END_SHUTDOWN,
+            [MHD_REQUEST_TERMINATED_READ_ERROR] = HTTP_END_ERROR,
+            [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = HTTP_END_CLIENT_GONE,
+        };
+        srv->done(srv->app, req,
+                  (size_t)toe < sizeof(ends) / sizeof(ends[0]) ? ends[toe] : HTTP_END_ERROR);
     }
     req_free(req);
     atomic_fetch_sub(&srv->active, 1);
@@ -833,6 +851,7 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     srv = xcalloc(1, sizeof(*srv));
     srv->handle = handle;
     srv->app = app;
+    srv->done = opts->done;
     srv->max_body = opts->max_body ? opts->max_body : HTTP_DEFAULT_MAX_BODY;
     srv->pool = pool;
     srv->max_conn = max_conn;
@@ -1069,6 +1088,52 @@ int64_t http_req_start_ms(const struct http_req *req)
     return req->start_ms;
 }
 
+int64_t http_req_start_ns(const struct http_req *req)
+{
+    return req->start_ns;
+}
+
+int http_req_code(const struct http_req *req)
+{
+    return req->code;
+}
+
+bool http_req_is_taken_over(const struct http_req *req)
+{
+    return req->owner_fn != NULL;
+}
+
+void http_req_note(struct http_req *req, const char *user, const char *fmt, ...)
+{
+    char reason[512];
+    size_t ulen, rlen;
+    va_list ap;
+
+    if (req == NULL || req->note != NULL) {
+        return; /* the first says why */
+    }
+    va_start(ap, fmt);
+    (void)vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    user = user ? user : "";
+    ulen = strlen(user);
+    rlen = strlen(reason);
+    req->note = xmalloc(ulen + rlen + 2);
+    memcpy(req->note, user, ulen + 1);
+    memcpy(req->note + ulen + 1, reason, rlen + 1);
+}
+
+const char *http_req_note_reason(const struct http_req *req, const char **user)
+{
+    if (req->note == NULL) {
+        return NULL;
+    }
+    if (user) {
+        *user = req->note;
+    }
+    return req->note + strlen(req->note) + 1;
+}
+
 void http_req_set_stall_timeout(struct http_req *req, unsigned seconds)
 {
     MHD_set_connection_option(req->conn, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
@@ -1162,6 +1227,7 @@ static void queue(struct http_req *req, int code, const char *content_type,
     }
     req_free_headers(req); /* MHD copied them */
     req->replied = true;
+    req->code = code;
     if (MHD_queue_response(req->conn, (unsigned)code, resp) != MHD_YES) {
         log_warn("http", "path=%s code=%d msg=\"cannot queue response\"", req->path, code);
     }

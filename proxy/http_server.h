@@ -39,6 +39,19 @@ typedef ssize_t http_stream_fn(void *ctx, char *buf, size_t max);
 /* Frees per-request app state; called exactly once at completion (never under app locks). */
 typedef void http_state_free_fn(void *state);
 
+/* How a request ended, from MHD's termination code. */
+enum http_end {
+    HTTP_END_OK = 0,      /* the response went out whole */
+    HTTP_END_CLIENT_GONE, /* the client closed the connection */
+    HTTP_END_TIMEOUT,     /* no progress for the stall timeout (http_req_set_stall_timeout) */
+    HTTP_END_SHUTDOWN,    /* the server stopped */
+    HTTP_END_ERROR,       /* a write or read failed, or the stream aborted */
+};
+
+/* Called once per request at completion, on an MHD thread, before any of its state is freed:
+ * everything http_req_* reads is still there (the app's metrics and request log). */
+typedef void http_done_fn(void *app, struct http_req *req, enum http_end how);
+
 struct http_server_opts {
     const char *listen;         /* "HOST:PORT", port 0 allowed */
     unsigned threads;           /* MHD epoll worker threads (0 = 1) */
@@ -51,6 +64,7 @@ struct http_server_opts {
                                    are re-read when they change (new handshakes only) */
     const char *tls_key_file;   /* PEM private key */
     const char *client_ca_file; /* PEM CAs: request client certificates and verify them */
+    http_done_fn *done;         /* NULL: none; called with the app pointer of http_server_start */
 };
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS 60000
@@ -121,6 +135,24 @@ const char *http_req_body(const struct http_req *req, size_t *len);
 int http_req_fd(const struct http_req *req);
 /* Monotonic ms when the request arrived. */
 int64_t http_req_start_ms(const struct http_req *req);
+/* Monotonic ns when the request arrived. */
+int64_t http_req_start_ns(const struct http_req *req);
+/* The status code of the reply queued, 0 before one is. */
+int http_req_code(const struct http_req *req);
+/* True once http_req_take_over gave the request to another owner (the passthrough). */
+bool http_req_is_taken_over(const struct http_req *req);
+
+/*
+ * Says why the request failed or ended early, for the request log at completion: the caller's
+ * user name <user> (NULL: unknown) and the printf-formatted reason (cut at 511 bytes). The
+ * first note of a request wins; later ones are ignored. <req> NULL is a no-op. Any thread
+ * that owns the request. Read back with http_req_note_reason.
+ */
+void http_req_note(struct http_req *req, const char *user, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The reason noted (NULL: none); *<user> (when not NULL) gets the user noted with it. */
+const char *http_req_note_reason(const struct http_req *req, const char **user);
 
 /*
  * Closes the connection when it makes no progress for <seconds> (0 = never). Suspended

@@ -20,11 +20,68 @@
 #include "proxy/gate.h"
 #include "proxy/http_server.h"
 #include "proxy/kstatus.h"
+#include "proxy/log.h"
 #include "proxy/passthrough.h"
+#include "proxy/procmetrics.h"
+#include "proxy/promtext.h"
 #include "proxy/registry.h"
+#include "proxy/reqstats.h"
 
 /* /metrics is a few lines per resource; far below this even with thousands of resources. */
 #define METRICS_MAX_BYTES ((size_t)64 << 20)
+
+/* The process families every Prometheus client exports (procmetrics.h); none when /proc cannot be
+ * read (a partial set would mislead). */
+static void process_families(struct sbuf *b)
+{
+    struct procmetrics ps;
+    const struct {
+        const char *name, *type, *help;
+        const double *v;
+    } fam[] = {
+        {"process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
+         &ps.cpu_seconds},
+        {"process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+         &ps.resident_bytes},
+        {"process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+         &ps.virtual_bytes},
+        {"process_start_time_seconds", "gauge",
+         "Start time of the process since unix epoch in seconds.", &ps.start_time_seconds},
+        {"process_open_fds", "gauge", "Number of open file descriptors.", &ps.open_fds},
+        {"process_max_fds", "gauge", "Maximum number of open file descriptors.", &ps.max_fds},
+    };
+
+    procmetrics_read(&ps);
+    if (!ps.ok) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+        promtext_family(b, fam[i].name, fam[i].type, fam[i].help);
+        promtext_sample(b, fam[i].name, NULL, 0, *fam[i].v);
+    }
+}
+
+/* kwp_history_oldest_event_age_seconds: how far back each history reaches, in time. */
+static void history_age_family(struct sbuf *b, const struct registry *reg)
+{
+    size_t n = registry_len(reg);
+    int64_t now = clock_mono_ms();
+
+    promtext_family(b, "kwp_history_oldest_event_age_seconds", "gauge",
+                    "Age of the oldest event in the history window: the seconds of history "
+                    "held (0 when it is empty).");
+    for (size_t i = 0; i < n; i++) {
+        const struct apires *ar = registry_at(reg, i);
+        struct resource_stats st;
+        struct promtext_label l = {"resource", resource_name(ar->res)};
+
+        resource_stats(ar->res, &st);
+        promtext_sample(b, "kwp_history_oldest_event_age_seconds", &l, 1,
+                        st.history_oldest_ms > 0 && now > st.history_oldest_ms
+                            ? (double)(now - st.history_oldest_ms) / 1000.0
+                            : 0.0);
+    }
+}
 
 /* The auth families (see metrics_serve_auth). */
 static void auth_families(struct sbuf *b, const struct gate *g, struct auth *a)
@@ -252,6 +309,9 @@ void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct
     if (g != NULL && a != NULL) {
         auth_families(&b, g, a);
     }
+    history_age_family(&b, reg);
+    reqstats_write(&b);
+    process_families(&b);
     if (sbuf_error(&b) != 0) {
         struct kstatus st;
 

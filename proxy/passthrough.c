@@ -38,6 +38,7 @@
 #include "proxy/k8s_path.h"
 #include "proxy/kstatus.h"
 #include "proxy/log.h"
+#include "proxy/reqstats.h"
 
 #define PT_INITIAL_BUFFER (32 * 1024) /* the buffer grows to opts.buffer_bytes on demand */
 #define PT_MAX_RESP_HEADERS 14        /* copied response headers (http_server keeps 16) */
@@ -81,6 +82,7 @@ struct xfer {
     struct passthrough *pt; /* counted in pt->live until xfer_free */
     int fd;                 /* downstream socket; used only while `suspended` */
     char *what;             /* "METHOD path" for log lines (immutable) */
+    int verb;               /* enum reqstats_verb of the request (immutable) */
 
     /* ---- curl thread only, once queued (built by passthrough_forward before) ---------- */
     CURL *e;       /* NULL once cleaned up */
@@ -483,6 +485,9 @@ static void xfer_finish(struct passthrough *pt, struct xfer *t, CURLcode result,
         t->in_multi = false;
     }
     if (t->e) {
+        if (was_in_multi) {
+            upstream_observe(t->e, t->verb, t->headers_done ? t->code : 0);
+        }
         curl_easy_cleanup(t->e);
         t->e = NULL;
     }
@@ -765,6 +770,11 @@ static ssize_t xfer_read(void *ctx, char *buf, size_t max)
         return 0;
     }
     ended_ok = t->result == CURLE_OK;
+    if (!ended_ok && !t->shutdown) {
+        /* errbuf was written before `finished` was published under mtx */
+        http_req_note(req, NULL, "upstream stream failed: %s",
+                      t->call.errbuf[0] ? t->call.errbuf : curl_easy_strerror(t->result));
+    }
     pthread_mutex_unlock(&t->mtx);
     return ended_ok ? HTTP_STREAM_END : HTTP_STREAM_ABORT;
 }
@@ -785,6 +795,9 @@ static void xfer_reply_unavailable(struct xfer *t, struct http_req *req, CURLcod
     }
     kstatus_set(&st, 503, "ServiceUnavailable", "the upstream kube-apiserver is unavailable: %s",
                 msg);
+    if (!peer_gone) {
+        http_req_note(req, NULL, "upstream unavailable: %s", msg);
+    }
     http_reply_status(req, &st);
 }
 
@@ -965,6 +978,7 @@ static int xfer_setup(struct xfer *t, struct http_req *req, const struct identit
     if (!t->e) {
         goto out;
     }
+    t->verb = (int)reqstats_verb_of_request(req, NULL);
     target = xfer_target(req);
     if (xfer_copy_headers(t, req, &have_ct) != 0) {
         goto out;

@@ -47,6 +47,7 @@
 #include "proxy/reflector.h"
 #include "proxy/registry.h"
 #include "proxy/state.h"
+#include "proxy/reqlog.h"
 #include "proxy/upstream.h"
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
@@ -104,6 +105,8 @@ struct proxy_opts {
     int64_t shutdown_delay_ms;
     const char *state_dir;     /* --state-dir, or NULL */
     int64_t state_interval_ms; /* --state-interval; 0 = only at shutdown */
+    const char *log_format;   /* --log-format: text, json */
+    int64_t log_request_rate; /* --log-request-rate: request log records per second */
 };
 
 struct proxy {
@@ -300,6 +303,13 @@ static void forward_counted(void *app, struct http_req *req)
     passthrough_forward_as(p->pt, req, gate_identity(req));
 }
 
+/* Each request of the main server as it completes: its histogram and request log record. */
+static void request_done(void *app, struct http_req *req, enum http_end how)
+{
+    struct proxy *p = app;
+    reqlog_done(p->reg, req, how);
+}
+
 /* --metrics-listen: /metrics without auth, nothing else. */
 static void metrics_handle(void *app, struct http_req *req)
 {
@@ -396,6 +406,8 @@ static void opts_defaults(struct proxy_opts *o)
     o->page_size = 500;
     o->max_line = 16 * 1024 * 1024;
     o->probe_interval_ms = 10000;
+    o->log_format = "text";
+    o->log_request_rate = REQLOG_RATE_DEFAULT;
     o->auth = "";
     o->authn_ttl_ms = AUTH_DEFAULT_TTL_MS;
     o->authz_ttl_ms = AUTH_DEFAULT_TTL_MS;
@@ -664,6 +676,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
     hso.client_ca_file = o->client_ca_file;
+    hso.done = request_done;
     p->srv = http_server_start(&hso, proxy_handle, p, err, err_len);
     if (!p->srv) {
         goto fail;
@@ -1028,6 +1041,11 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         {"state-interval", CFG_DURATION, &o.state_interval_ms, 0, 86400000,
          "with --state-dir: also save a checkpoint this often while running, so a crash restarts "
          "warm too (default 0: only at shutdown)"},
+        {"log-format", CFG_STR, &o.log_format, 0, 0,
+         "text (logfmt, the default) or json: one JSON object per log line"},
+        {"log-request-rate", CFG_INT, &o.log_request_rate, 0, 100000,
+         "most request log records (denied, failed upstream, watch ended early) per second; "
+         "0 = none (default 10)"},
     };
     const struct config_opt upstream_flags[] = {
         {"upstream", CFG_STR, &o.upstream, 0, 0, "upstream kube-apiserver URL (http or https)"},
@@ -1070,6 +1088,16 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
     if (rc == 0 && o.state_interval_ms > 0 && !o.state_dir) {
         fprintf(stderr, "kwp proxy: --state-interval needs --state-dir\n");
         rc = -EINVAL;
+    }
+    if (rc == 0) {
+        enum log_format lf;
+        if (log_parse_format(o.log_format, &lf) != 0) {
+            fprintf(stderr, "kwp proxy: --log-format must be text or json\n");
+            rc = -EINVAL;
+        } else {
+            log_set_format(lf);
+            reqlog_set_rate((unsigned)o.log_request_rate);
+        }
     }
     if (rc == 0 && auth_mode_resolve(&o) != 0) {
         rc = -EINVAL;

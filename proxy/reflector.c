@@ -44,6 +44,7 @@
 #include "proxy/kube_json.h"
 #include "proxy/kube_meta.h"
 #include "proxy/log.h"
+#include "proxy/reqstats.h"
 #include "proxy/upstream.h"
 
 #define REFLECTOR_POLL_MS 1000         /* longest curl_multi_poll wait */
@@ -890,6 +891,8 @@ static void rsync_done(struct rsync *s, CURLcode cc, int64_t now)
     if (s->http_code == 0) {
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->http_code);
     }
+    upstream_observe(s->easy, s->state == RSYNC_LISTING ? REQSTATS_LIST : REQSTATS_WATCH,
+                     s->http_code);
     /* a 401 makes the exec credential stale: the next request (any resource's) gets a new one */
     upstream_done(s->r->up, &s->call, cc, s->http_code);
     if (s->state == RSYNC_LISTING) {

@@ -23,6 +23,7 @@
 #include "proxy/execcred.h"
 #include "proxy/kubeconfig.h"
 #include "proxy/log.h"
+#include "proxy/reqstats.h"
 
 #define UPSTREAM_TOKEN_MAX 16384
 #define UPSTREAM_WHY_MAX 1024         /* the recorded reason, as /readyz shows it */
@@ -602,6 +603,17 @@ static bool tls_reason(CURLcode cc, const char *errbuf, char *why, size_t why_le
     }
     snprintf(why, why_len, "upstream: %s: %s", what, detail);
     return true;
+}
+
+void upstream_observe(CURL *e, int verb, long code)
+{
+    curl_off_t us = 0;
+    CURLINFO what =
+        verb == REQSTATS_WATCH && code > 0 ? CURLINFO_STARTTRANSFER_TIME_T : CURLINFO_TOTAL_TIME_T;
+
+    if (curl_easy_getinfo(e, what, &us) == CURLE_OK) {
+        reqstats_upstream((enum reqstats_verb)verb, (int)code, (int64_t)us * 1000);
+    }
 }
 
 void upstream_done(struct upstream *up, const struct upstream_call *call, CURLcode cc,

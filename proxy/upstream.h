@@ -111,6 +111,14 @@ int upstream_setup(struct upstream *up, CURL *e, const char *path_and_query,
  * clears it. Aborted transfers change nothing. The first problem of a kind is logged with what
  * to fix, repeats at most once a minute, and the recovery once.
  */
+/*
+ * kwp_upstream_request_duration_seconds for the finished transfer <e> (before its cleanup):
+ * <verb> (an enum reqstats_verb) answered <code> (0: no response); a WATCH is measured to its
+ * response headers (CURLINFO_STARTTRANSFER_TIME_T), anything else to its end (TOTAL_TIME_T).
+ * The thread that drives <e>.
+ */
+void upstream_observe(CURL *e, int verb, long code);
+
 void upstream_done(struct upstream *up, const struct upstream_call *call, CURLcode cc,
                    long http_code);
 

@@ -1654,3 +1654,82 @@ Test(resource, relist_ends_suspended_and_running_in_every_list, .timeout = 120)
     }
     resource_free(res);
 }
+
+/* ---- why a watch ended (the request log's reason) ------------------------------------------ */
+
+Test(resource, a_watch_ended_by_the_cache_says_why)
+{
+    struct resource *res = new_ready(4, 10);
+    struct watcher lag, rel, kil, shut;
+    struct waker k1, k2, k3, k4;
+    struct ring_event ev[2];
+
+    winit(&lag, &k1, res, NULL);
+    winit(&rel, &k2, res, NULL);
+    winit(&kil, &k3, res, NULL);
+    winit(&shut, &k4, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &lag, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &kil, 10, NULL), 0);
+    put(res, WATCH_ADDED, "ns", "o", 11);
+    cr_assert_eq(resource_watch_next(res, &lag, ev, 1), 1); /* then falls behind */
+    for (uint64_t rv = 12; rv <= 20; rv++) {
+        put(res, WATCH_ADDED, "ns", "o", rv);
+    }
+    cr_assert_eq(resource_watch_next(res, &lag, ev, 2), -EPIPE);
+    cr_assert_eq(resource_watch_end_reason(res, &lag), WATCH_END_EXPIRED);
+    resource_watch_kill(res, &kil);
+    (void)drain(res, &kil, NULL, 0);
+    cr_assert_eq(resource_watch_end_reason(res, &kil), WATCH_END_EXPIRED,
+                 "its cursor is below the tail too: the history outran it first");
+    cr_assert_eq(resource_watch_from(res, &rel, 20, NULL), 0);
+    cr_assert_eq(drain(res, &rel, NULL, 0), 0);
+    cr_assert_eq(resource_replace(res, NULL, 0, 30, 0), 0); /* a relist */
+    cr_assert_eq(resource_watch_next(res, &rel, ev, 2), -EPIPE);
+    cr_assert_eq(resource_watch_end_reason(res, &rel), WATCH_END_RELIST);
+    cr_assert_eq(resource_watch_from(res, &shut, 30, NULL), 0);
+    resource_close_all(res);
+    cr_assert_eq(resource_watch_next(res, &shut, ev, 2), -EPIPE);
+    cr_assert_eq(resource_watch_end_reason(res, &shut), WATCH_END_SHUTDOWN);
+    resource_watch_detach(res, &lag);
+    resource_watch_detach(res, &rel);
+    resource_watch_detach(res, &kil);
+    resource_watch_detach(res, &shut);
+    resource_free(res);
+}
+
+Test(resource, a_killed_watch_is_closed_by_its_owner)
+{
+    struct resource *res = new_ready(8, 10);
+    struct watcher w;
+    struct waker k;
+    struct ring_event ev[2];
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    resource_watch_kill(res, &w);
+    cr_assert_eq(resource_watch_next(res, &w, ev, 2), -EPIPE);
+    cr_assert_eq(resource_watch_end_reason(res, &w), WATCH_END_CLOSED);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
+Test(resource, stats_give_when_the_oldest_event_held_arrived)
+{
+    struct resource *res = new_ready(4, 10);
+    struct resource_stats st;
+    struct blob *b;
+
+    resource_stats(res, &st);
+    cr_assert_eq(st.history_oldest_ms, 0, "empty history");
+    for (uint64_t rv = 11; rv <= 16; rv++) { /* 6 events in a ring of 4: 11 and 12 leave */
+        b = mk("ns", "o", rv);
+        cr_assert_eq(resource_apply(res, WATCH_ADDED, b, rv, (int64_t)rv * 1000), 0);
+        blob_unref(b);
+    }
+    resource_stats(res, &st);
+    cr_assert_eq(st.history_oldest_ms, 13000);
+    cr_assert_eq(resource_replace(res, NULL, 0, 20, 0), 0);
+    resource_stats(res, &st);
+    cr_assert_eq(st.history_oldest_ms, 0, "a relist resets the history");
+    resource_free(res);
+}
