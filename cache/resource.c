@@ -1332,3 +1332,40 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
     unlock(res);
     return wakeset_run(&ws);
 }
+
+size_t resource_sweep_running(struct resource *res,
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx), void *ctx)
+{
+    size_t n = 0;
+
+    lock(res);
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        uint64_t c = w->cursor;
+        int64_t t_ms = 0;
+
+        /* Suspended: nothing was pending when it stopped (or a wake-up is on its way). */
+        if (w->suspended) {
+            continue;
+        }
+        if (!w->closed) {
+            if (c >= ring_head(res->ring)) {
+                continue;
+            }
+            if (c < ring_tail(res->ring)) {
+                t_ms = INT64_MIN; /* its next event has already left the history */
+            } else {
+                const struct ring_event *e = ring_at(res->ring, c);
+                if (e->rv <= w->from_rv) {
+                    continue; /* a watch from a future rv skips it: not an event it waits for */
+                }
+                t_ms = e->t_ms;
+            }
+        }
+        if (lagging(w, t_ms, ctx) && !w->closed) {
+            w->closed = true;
+            n++;
+        }
+    }
+    unlock(res);
+    return n;
+}

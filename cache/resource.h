@@ -267,4 +267,17 @@ void resource_watch_kill(struct resource *res, struct watcher *w);
 size_t resource_tick(struct resource *res, int64_t now_ms,
                      bool (*dead)(struct watcher *w, void *ctx), void *ctx);
 
+/*
+ * The lag sweep: for each running STREAM watcher (not suspended) calls <lagging>(w, t_ms, ctx)
+ * under the lock: for one not closed, only when an event waits for it, with that event's
+ * append time (INT64_MIN when it already left the history); for a closed one (still
+ * attached: its server has not ended it yet) with t_ms 0 (w->closed tells which). When it
+ * returns true for one not closed, the watcher is closed (its next resource_watch_next
+ * returns -EPIPE). A running watcher whose client reads slowly may not be called by its
+ * server for a long time: this finds it anyway. <lagging> must be cheap and must not call
+ * into the cache. O(attached STREAM watchers). Returns the number closed.
+ */
+size_t resource_sweep_running(struct resource *res,
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx), void *ctx);
+
 #endif

@@ -595,4 +595,5 @@ static bool peer_dead(struct watcher *w, void *ctx)
 void handlers_tick(struct apires *ar, int64_t now_ms)
 {
     (void)resource_tick(ar->res, now_ms, peer_dead, NULL);
+    handlers_watch_tick(ar, now_ms);
 }

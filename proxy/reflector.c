@@ -51,6 +51,7 @@
 #define REFLECTOR_LINE_KEEP 65536      /* line buffer capacity kept between lines */
 #define REFLECTOR_SHORT_WATCH_MS 1000  /* a watch ending this fast with no event is a failure */
 #define REFLECTOR_WATCH_GRACE_MS 60000 /* open this long past timeoutSeconds: wedged */
+#define REFLECTOR_WATCH_HEADERS_MS 10000 /* a watch unanswered this long: abandoned, backoff */
 #define REFLECTOR_LIST_STALL_S 120L    /* a LIST receiving nothing this long is abandoned */
 #define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
 #define REFLECTOR_FAILS_MAX 64       /* failure count saturates (the delay is capped long before) */
@@ -78,9 +79,12 @@ struct rsync {
     struct upstream_call call; /* of the running transfer: its credential, curl's error */
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
+    bool verify;        /* before the next watch, check upstream's RV has not gone backwards */
+    bool checking;      /* the running LIST is that check (limit=1) */
     int64_t due_ms;
     unsigned fails;         /* consecutive failures, for backoff */
     int64_t list_start_ms;  /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t req_start_ms;   /* when the running transfer was sent */
     int64_t retry_after_ms; /* Retry-After of the running transfer's answer; 0 = none */
     bool synced;            /* the first list completed */
     long http_code;         /* of the running transfer, once its headers are in */
@@ -582,7 +586,12 @@ static int rsync_start(struct rsync *s, int64_t now)
     struct curl_slist *h;
     int rc = -ENOMEM;
 
-    if (s->next_is_watch) {
+    s->checking = s->next_is_watch && s->verify;
+    if (s->checking) {
+        /* A consistent LIST of one item: its RV is upstream's current one. */
+        s->next_is_watch = false;
+        snprintf(query, sizeof(query), "limit=1");
+    } else if (s->next_is_watch) {
         int64_t t =
             r->o.watch_timeout_min_s + (int64_t)(rng_next(r) % (uint64_t)r->o.watch_timeout_min_s);
 
@@ -638,9 +647,10 @@ static int rsync_start(struct rsync *s, int64_t now)
     s->http_code = 0;
     s->retry_after_ms = 0;
     s->verdict = VERDICT_NONE;
-    if (!s->next_is_watch && s->cont == NULL) {
+    if (!s->next_is_watch && s->cont == NULL && !s->checking) {
         s->list_start_ms = now;
     }
+    s->req_start_ms = now;
     sbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
     if (curl_multi_add_handle(r->multi, s->easy) != CURLM_OK) {
         rc = -ENOMEM;
@@ -741,12 +751,67 @@ static void transfer_error(const struct rsync *s, CURLcode cc, char *msg, size_t
     }
 }
 
+/*
+ * The end of the check before a re-watch (s->checking): upstream's RV below ours means its
+ * history went backwards (etcd restored from a backup, or another cluster behind the same
+ * address); a watch from our RV would be accepted and stay silent until upstream passes it,
+ * losing every change until then. So relist, which resets the history and ends every
+ * downstream watch, as kube-apiserver's cacher after a restart. A check that fails is retried
+ * after backoff, as the watch it stands for.
+ */
+static void check_done(struct rsync *s, CURLcode cc, int64_t now)
+{
+    char msg[512], rv_str[REFLECTOR_RV_MAX];
+    size_t md_off, md_len;
+    char *rv = NULL;
+    uint64_t up_rv = 0;
+    bool ok;
+
+    s->checking = false;
+    if (s->verdict == VERDICT_BACKOFF) {
+        rsync_retry(s, true, now, NULL, 0, NULL);
+        return;
+    }
+    if (cc != CURLE_OK || s->http_code != 200) {
+        transfer_error(s, cc, msg, sizeof(msg));
+        rsync_retry(s, true, now, "resourceVersion check", (int)s->http_code, msg);
+        return;
+    }
+    ok = kube_json_member(s->body.p, s->body.len, "metadata", &md_off, &md_len) == 0 &&
+         s->body.p[md_off] == '{' &&
+         json_str_member(s->body.p + md_off, md_len, "resourceVersion", REFLECTOR_RV_MAX - 1,
+                         &rv) == 0 &&
+         rv_parse(rv, &up_rv) == 0 && up_rv > 0;
+    snprintf(rv_str, sizeof(rv_str), "%s", ok ? rv : "");
+    free(rv);
+    if (!ok) {
+        rsync_retry(s, true, now, "resourceVersion check", 200,
+                    "\"list without a valid resourceVersion\"");
+        return;
+    }
+    s->verify = false;
+    if (up_rv < s->rv) {
+        atomic_fetch_add(&s->ar->ctr.up_errors, 1);
+        log_warn("reflector",
+                 "resource=%s rv=%s upstream_rv=%s msg=\"upstream resourceVersion went backwards "
+                 "(restored from a backup?), relisting and resetting the history\"",
+                 rsync_name(s), s->rv_str, rv_str);
+        rsync_relist(s, now, true);
+        return;
+    }
+    rsync_schedule(s, true, now);
+}
+
 static void list_done(struct rsync *s, CURLcode cc, int64_t now)
 {
     char msg[512];
     const char *why = NULL;
     size_t n;
 
+    if (s->checking) {
+        check_done(s, cc, now);
+        return;
+    }
     if (s->verdict == VERDICT_BACKOFF) {
         rsync_retry(s, false, now, NULL, 0, NULL);
         return;
@@ -766,6 +831,14 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
         return;
     }
     n = s->n_items;
+    if (s->synced && s->list_rv < resource_rv(s->ar->res)) {
+        /* resource_replace resets the history whatever the RV: nothing from before is kept */
+        log_warn("reflector",
+                 "resource=%s rv=%s list_rv=%s msg=\"upstream resourceVersion went backwards "
+                 "(restored from a backup?), history reset\"",
+                 rsync_name(s), s->rv_str, s->list_rv_str);
+    }
+    s->verify = false;
     atomic_fetch_add(&s->ar->ctr.relists, 1);
     resource_replace(s->ar->res, s->items, n, s->list_rv, now);
     /* After the replace: /readyz must not report a cache that is not ready yet. */
@@ -808,6 +881,10 @@ static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
         return;
     }
     established = s->watch_open_ms != 0 && s->http_code == 200;
+    /* The connection broke or failed: upstream may have restarted, perhaps from a backup. */
+    if (cc != CURLE_OK) {
+        s->verify = true;
+    }
     if (!established) {
         /* refused, reset before the answer, non-200: the server is in trouble, back off */
         transfer_error(s, cc, msg, sizeof(msg));
@@ -894,7 +971,12 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
             if (s->watch_open_ms != 0 && now - s->watch_open_ms >= r->o.backoff_reset_ms) {
                 s->fails = 0;
             }
-            if (now >= s->watch_deadline_ms) {
+            if (now >= s->watch_deadline_ms ||
+                (s->http_code == 0 && now - s->req_start_ms >= REFLECTOR_WATCH_HEADERS_MS)) {
+                /* wedged, or accepted and never answered */
+                snprintf(s->call.errbuf, sizeof(s->call.errbuf), "%s",
+                         s->http_code == 0 ? "no answer to the watch request"
+                                           : "watch open past its timeout");
                 rsync_done(s, CURLE_OPERATION_TIMEDOUT, now);
             }
         }
