@@ -1334,7 +1334,8 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
 }
 
 size_t resource_sweep_running(struct resource *res,
-                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx), void *ctx)
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx),
+                              void *ctx)
 {
     size_t n = 0;
 

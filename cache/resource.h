@@ -278,6 +278,7 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
  * into the cache. O(attached STREAM watchers). Returns the number closed.
  */
 size_t resource_sweep_running(struct resource *res,
-                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx), void *ctx);
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx),
+                              void *ctx);
 
 #endif

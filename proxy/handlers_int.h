@@ -69,12 +69,13 @@ struct hreq {
     char *wbuf;           /* the server's write buffer as last lent to watch_read */
     size_t wbuf_dirty;    /* bytes at its start that may hold resident pages */
     int64_t last_data_ms; /* when watch_read last returned bytes */
-    _Atomic int64_t live_ms; /* (the tick reads it) when live events began (after any initial events): lag counts
-                             from here, so a resumed watch may replay old events */
-    bool released;        /* the write buffer was released once (watch_quiet) */
+    _Atomic int64_t
+        live_ms;   /* (the tick reads it) when live events began (after any initial events): lag
+                   counts   from here, so a resumed watch may replay old events */
+    bool released; /* the write buffer was released once (watch_quiet) */
     _Atomic int lag_state; /* the lag rule, between the writer and the tick: HANDLERS_LAG_* */
     int64_t lag_cut_ms;    /* HANDLERS_LAG_TICK: when the tick cuts it (the tick thread only) */
-    uint64_t frames;      /* frames written, not yet added to ar->ctr.frames */
+    uint64_t frames;       /* frames written, not yet added to ar->ctr.frames */
     /* ---- negotiation and bodies ---- */
     struct negotiate neg; /* recomputed on every entry (a pure function of the request) */
     bool table_hdr_sent;  /* watch Tables: columnDefinitions only on the first event */

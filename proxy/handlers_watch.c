@@ -532,7 +532,8 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             return (ssize_t)n;
         }
     }
-    if (h->ending) {
+    /* the tick found it lagging (a writer that did not run): end at this call */
+    if (h->ending || atomic_load(&h->lag_state) == HANDLERS_LAG_TICK) {
         return HTTP_STREAM_END;
     }
     if (now >= h->deadline_ms) {

@@ -46,14 +46,14 @@
 #include "proxy/log.h"
 #include "proxy/upstream.h"
 
-#define REFLECTOR_POLL_MS 1000         /* longest curl_multi_poll wait */
-#define REFLECTOR_ERR_BODY_MAX 65536   /* bytes of a non-200 body kept for the log */
-#define REFLECTOR_LINE_KEEP 65536      /* line buffer capacity kept between lines */
-#define REFLECTOR_SHORT_WATCH_MS 1000  /* a watch ending this fast with no event is a failure */
-#define REFLECTOR_WATCH_GRACE_MS 60000 /* open this long past timeoutSeconds: wedged */
+#define REFLECTOR_POLL_MS 1000           /* longest curl_multi_poll wait */
+#define REFLECTOR_ERR_BODY_MAX 65536     /* bytes of a non-200 body kept for the log */
+#define REFLECTOR_LINE_KEEP 65536        /* line buffer capacity kept between lines */
+#define REFLECTOR_SHORT_WATCH_MS 1000    /* a watch ending this fast with no event is a failure */
+#define REFLECTOR_WATCH_GRACE_MS 60000   /* open this long past timeoutSeconds: wedged */
 #define REFLECTOR_WATCH_HEADERS_MS 10000 /* a watch unanswered this long: abandoned, backoff */
-#define REFLECTOR_LIST_STALL_S 120L    /* a LIST receiving nothing this long is abandoned */
-#define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
+#define REFLECTOR_LIST_STALL_S 120L      /* a LIST receiving nothing this long is abandoned */
+#define REFLECTOR_RV_MAX 64              /* bytes of an RV string we echo back (digits) */
 #define REFLECTOR_FAILS_MAX 64       /* failure count saturates (the delay is capped long before) */
 #define REFLECTOR_LOG_MS 1000        /* one re-watch record per resource per interval */
 #define REFLECTOR_RELIST_GAP_MS 1000 /* 410 relists of one resource start this far apart */

@@ -49,15 +49,6 @@
 
 /* ---- processes ---------------------------------------------------------------------- */
 
-/* Polls <cond> every POLL_MS until true or <ms> passed; <ok> gets the last value. */
-#define WAIT_FOR(ok, cond, ms)                                                                     \
-    do {                                                                                           \
-        uint64_t wait_end_ = http_now_ms() + (uint64_t)(ms);                                       \
-        while (!((ok) = (cond)) && http_now_ms() < wait_end_) {                                    \
-            nap(POLL_MS);                                                                          \
-        }                                                                                          \
-    } while (0)
-
 static void sim_up(struct srv *s, const char *const *args)
 {
     srv_spawn(s, "sim", args, NULL);

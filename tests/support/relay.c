@@ -40,11 +40,11 @@ struct relay {
     pthread_t acceptor;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool hold;    /* stop reading from the upstream: its bytes stay in flight (mu) */
-    bool reset;   /* reset new connections at once (mu) */
-    bool stop;    /* (mu) */
-    unsigned gen; /* relay_cut bumps it; pairs of an older generation are reset (mu) */
-    int live;     /* pair threads running (mu) */
+    bool hold;      /* stop reading from the upstream: its bytes stay in flight (mu) */
+    bool reset;     /* reset new connections at once (mu) */
+    bool stop;      /* (mu) */
+    unsigned gen;   /* relay_cut bumps it; pairs of an older generation are reset (mu) */
+    int live;       /* pair threads running (mu) */
     int latency_ms; /* (mu) */
     /* HTTP mode (mu) */
     bool http;
@@ -242,7 +242,7 @@ static void answer(int fd, int status, int retry_after)
     bn = snprintf(body, sizeof(body),
                   "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                   "\"Failure\",\"message\":\"relay fault: %d\",\"reason\":\"%s\",\"code\":%d}",
-                  status, status, reason_of(status), status);
+                  status, reason_of(status), status);
     if (retry_after >= 0) {
         snprintf(ra, sizeof(ra), "Retry-After: %d\r\n", retry_after);
     }
@@ -433,17 +433,11 @@ static void http_pair(struct pair *p)
         ra = r->retry_after[kind];
     }
     hole = r->blackhole[kind] || r->blackhole[RELAY_ANY];
-    if (status == 0 && !hole && kind == RELAY_WATCH && (r->cut_after > 0 || r->inject != NULL)) {
+    pthread_mutex_unlock(&r->mu);
+    if (status == 0 && !hole && kind == RELAY_WATCH) {
         x = calloc(1, sizeof(*x));
         cr_assert_not_null(x);
-        x->cut_after = r->cut_after;
-        x->inject = r->inject;
-        x->inject_len = r->inject_len;
-        x->inject_after = r->inject_after;
-        r->cut_after = 0;
-        r->inject = NULL;
     }
-    pthread_mutex_unlock(&r->mu);
     if (status != 0) {
         answer(p->a, status, ra);
         return;
@@ -499,6 +493,19 @@ static void http_pair(struct pair *p)
             }
             continue;
         }
+        /* one-shot faults armed meanwhile apply to this stream from here on */
+        pthread_mutex_lock(&r->mu);
+        if (x->cut_after == 0 && r->cut_after > 0) {
+            x->cut_after = x->body + r->cut_after;
+            r->cut_after = 0;
+        }
+        if (x->inject == NULL && r->inject != NULL) {
+            x->inject = r->inject;
+            x->inject_len = r->inject_len;
+            x->inject_after = (unsigned)x->lines + r->inject_after;
+            r->inject = NULL;
+        }
+        pthread_mutex_unlock(&r->mu);
         o.len = 0;
         bool go_on = rsp_feed(r, x, buf, (size_t)k, &o);
         if (!sock_send_all(p->a, o.d, o.len) || !go_on) {

@@ -65,12 +65,13 @@ void relay_answer(struct relay *r, enum relay_kind kind, int status, int retry_a
 /* <on>: requests of <kind> are read and never answered (the connection stays open). */
 void relay_blackhole(struct relay *r, enum relay_kind kind, bool on);
 
-/* The next forwarded WATCH that carries more than <k> bytes of body is reset after exactly
- * <k> of them (once). */
+/* The forwarded WATCH stream that next receives data (the open one, or the next) is reset
+ * after exactly <k> more bytes of body (once). */
 void relay_cut_after(struct relay *r, size_t k);
 
-/* The next forwarded WATCH gets <n> bytes of <data> (copied) as one chunk of its own, at the
- * first chunk boundary after <after_lines> complete lines of body (once). */
+/* The forwarded WATCH stream that next receives data gets <n> bytes of <data> (copied) as
+ * one chunk of its own, at the first chunk boundary at a line end after <after_lines> more
+ * complete lines of body (once). */
 void relay_inject(struct relay *r, const char *data, size_t n, unsigned after_lines);
 
 /* One-shot faults (relay_cut_after, relay_inject) done so far; *<midline> (if not NULL) tells

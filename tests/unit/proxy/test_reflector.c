@@ -87,10 +87,10 @@ struct fake {
     size_t n_streams;
     struct fake_list lists[FAKE_MAX_PATHS];
     size_t n_lists;
-    int watch_code;   /* one-shot: answer the next watch with this status */
-    int watch_code_n; /* ... and as many after it */
-    int list_code;    /* one-shot: answer the next list with this status */
-    int retry_after;  /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
+    int watch_code;    /* one-shot: answer the next watch with this status */
+    int watch_code_n;  /* ... and as many after it */
+    int list_code;     /* one-shot: answer the next list with this status */
+    int retry_after;   /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
     char check_rv[32]; /* the RV a limit=1 LIST (the reflector's check) answers; "" = huge */
     bool stopping;
 };
