@@ -543,6 +543,21 @@ Test(faults, watch_never_answered, .timeout = 90)
     lasting_fault(&f, NULL);
 }
 
+static void arm_refuse(struct relay *r, bool on)
+{
+    relay_refuse(r, on);
+}
+
+/* Connections refused (reset at once): kwp backs off, its probe fails, and it goes on from its
+ * last RV once upstream is back. */
+Test(faults, connections_refused, .timeout = 90)
+{
+    static const struct lasting f = {arm_refuse, "upstream does not answer GET /version",
+                                     "check failed, backing off", 5000, 15000};
+
+    lasting_fault(&f, NULL);
+}
+
 /* 300 ms on every read from upstream: slower, still exactly the events. */
 Test(faults, latency_keeps_every_event, .timeout = 90)
 {
