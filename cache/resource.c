@@ -104,6 +104,8 @@ struct resource {
     int64_t since_ms; /* when <ready> last changed */
     uint64_t n_events;
     uint64_t n_relists;
+    uint64_t restored_rv; /* highest rv before a relist went backwards (0: none): a watch from
+                             an rv above the current one up to this is from the lost history */
     uint64_t n_streams;
     uint64_t n_laggards;
 };
@@ -735,6 +737,9 @@ int resource_replace(struct resource *res, struct blob *const *items, size_t n, 
 
     wakeset_init(&ws);
     lock(res);
+    if (list_rv < res->rv && res->rv > res->restored_rv) {
+        res->restored_rv = res->rv; /* upstream went backwards (restored from a backup) */
+    }
     store_clear(res->store);
     for (size_t i = 0; i < n; i++) {
         store_put(res->store, items[i], NULL);
@@ -1048,6 +1053,15 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
     }
     rc = ring_seek(res->ring, from_rv, &seq, boundary);
     if (rc != 0) {
+        goto out;
+    }
+    if (from_rv > res->rv && from_rv <= res->restored_rv) {
+        /* An rv of the history lost when upstream went backwards: waiting for upstream to
+         * pass it would skip every change until then; 410 makes the client relist. */
+        if (boundary != NULL) {
+            *boundary = ring_boundary(res->ring);
+        }
+        rc = -ESTALE;
         goto out;
     }
     /* from_rv may be ahead of the cache (silent until newer events, SEMANTICS 3.3): the

@@ -117,7 +117,9 @@ void *resource_user(const struct resource *res);
  * Relist: replaces the whole state with <items> (any order, n of them; takes new
  * references) at <list_rv>, resets the history (watches below list_rv get 410), marks the
  * resource ready, bumps the epoch (every attached STREAM watcher is ended cleanly) and
- * wakes everyone. Returns 0.
+ * wakes everyone. A <list_rv> below the current rv (upstream went backwards: restored from a
+ * backup) also makes watches from the rvs in between get 410 (resource_watch_from) until
+ * the rv passes them again. Returns 0.
  */
 int resource_replace(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
                      int64_t now_ms);
@@ -185,8 +187,9 @@ int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, u
 /*
  * Attaches a STREAM watcher that replays every event with rv > <from_rv>, then follows live.
  * Returns 0, -ESTALE when from_rv is older than the history (then <boundary> gets oldest-1
- * for the 410 message and nothing is attached), or -EAGAIN when not ready or after
- * resource_close_all (shutting down).
+ * for the 410 message and nothing is attached) or is an rv of the history lost when a relist
+ * went backwards (above the current rv, at most the rv before it; <boundary> gets oldest-1 too), or
+ * -EAGAIN when not ready or after resource_close_all (shutting down).
  */
 int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
                         uint64_t *boundary);

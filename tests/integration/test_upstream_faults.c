@@ -585,7 +585,7 @@ Test(faults, resource_versions_going_backwards_relist, .timeout = 90)
     struct rig g;
     struct srv sim2;
     struct watch *ref, *got, *ref2, *got2;
-    uint64_t from, rv2, old_rv, relists, v = 0;
+    uint64_t from, rv2, old_rv, relists, last, v = 0;
     int rc;
     bool ok;
 
@@ -608,12 +608,29 @@ Test(faults, resource_versions_going_backwards_relist, .timeout = 90)
     cr_assert_eq(watch_wait_end(got, 10000), 0, "the downstream watch was not ended");
     cr_assert(watch_ended(got, NULL, &rc));
     cr_assert_eq(rc, 0, "not a clean end: %d", rc);
-    expect_exact_prefix(ref, got, 1, "before the restore");
+    last = expect_exact_prefix(ref, got, 1, "before the restore");
     WAIT_FOR(ok, metric_try(&g.px, "kwp_resource_version", &v) && v < old_rv, 10000);
     cr_assert(ok, "kwp's rv %" PRIu64 " did not go back below %" PRIu64, v, old_rv);
     cr_expect_eq(metric(&g.px, "kwp_relists_total"), relists + 1, "one relist");
     expect_ready(&g, 5000);
     expect_alive(&g);
+    /* the client re-watches from its last RV, one of the lost history: 410, so it relists
+     * (rather than wait silently until the new upstream passes that RV) */
+    {
+        char path[160];
+        struct watch *w;
+        struct api_ev e;
+
+        snprintf(path, sizeof(path), "/api/v1/pods?watch=1&resourceVersion=%" PRIu64, last);
+        w = api_watch(g.px.url, path, 200);
+        api_ev_parse(api_wline(w, 0), &e);
+        cr_expect_str_eq(e.type, "ERROR", "re-watch from %" PRIu64 ": %s", last,
+                         watch_line(w, 0, NULL));
+        cr_expect(strstr(watch_line(w, 0, NULL), "\"code\":410") != NULL, "%s",
+                  watch_line(w, 0, NULL));
+        api_ev_free(&e);
+        watch_close(w);
+    }
     /* now it follows the new upstream exactly */
     {
         char path[160];

@@ -313,6 +313,35 @@ Test(resource, watch_from_future_rv_skips_older_events)
     resource_free(res);
 }
 
+/* A relist whose rv is below the cache's (upstream restored from a backup): a watch from an
+ * rv of the lost history (above the new rv, up to the old one) gets 410, not a silent wait
+ * that would skip the new history's changes until upstream passes it; once the rv has passed
+ * it again, it is an ordinary rv. */
+Test(resource, watch_from_an_rv_lost_by_a_backwards_relist_is_estale)
+{
+    struct resource *res = new_ready(16, 100);
+    struct watcher w;
+    struct waker k;
+    uint64_t boundary = 0;
+
+    put(res, WATCH_ADDED, "ns", "o", 110);
+    cr_assert_eq(resource_replace(res, NULL, 0, 50, 0), 0); /* backwards */
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 105, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 50);
+    cr_assert_eq(resource_watch_from(res, &w, 110, &boundary), -ESTALE);
+    cr_assert_not(w.attached);
+    /* beyond what the cache ever had: an ordinary future rv */
+    cr_assert_eq(resource_watch_from(res, &w, 111, NULL), 0);
+    resource_watch_detach(res, &w);
+    /* the new history passes 105: from then on it is one of its rvs */
+    put(res, WATCH_ADDED, "ns", "p", 106);
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 105, NULL), 0);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
 Test(resource, watch_now_gives_initial_state_and_only_new_events)
 {
     struct resource *res = new_ready(16, 10);
