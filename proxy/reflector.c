@@ -94,7 +94,8 @@ struct rsync {
     struct blob **items; /* one reference each */
     size_t n_items;
     size_t cap_items;
-    char *cont; /* continue token of the next page; NULL = first page */
+    size_t items_bytes; /* JSON bytes of items[] */
+    char *cont;         /* continue token of the next page; NULL = first page */
     unsigned pages;
     uint64_t list_rv;
     char list_rv_str[REFLECTOR_RV_MAX];
@@ -170,6 +171,7 @@ static void items_drop(struct rsync *s)
         blob_unref(s->items[i]);
     }
     s->n_items = 0;
+    s->items_bytes = 0;
     free(s->cont);
     s->cont = NULL;
     s->pages = 0;
@@ -728,6 +730,7 @@ static int list_page(struct rsync *s, const char **why)
             s->items = xrealloc(s->items, s->cap_items * sizeof(*s->items));
         }
         s->items[s->n_items++] = b;
+        s->items_bytes += b->len;
     }
     if (rc != 0) {
         *why = "malformed list items";
@@ -802,6 +805,29 @@ static void check_done(struct rsync *s, CURLcode cc, int64_t now)
     rsync_schedule(s, true, now);
 }
 
+/*
+ * The list of <s> went over max_resource_bytes: the resource is not cached from now on. Its
+ * requests are forwarded upstream (handlers_why_resource), its downstream watches are ended
+ * (their clients re-watch, forwarded), and it no longer holds /readyz back. Its cache stays
+ * empty and unready; nothing more is asked upstream for it.
+ */
+static void rsync_give_up(struct rsync *s)
+{
+    log_warn("reflector",
+             "resource=%s rv=%s objects=%zu bytes=%zu max_resource_bytes=%zu msg=\"too large to "
+             "cache: not cached, its requests are forwarded upstream\"",
+             rsync_name(s), s->rv_str, s->n_items, s->items_bytes, s->r->o.max_resource_bytes);
+    atomic_store(&s->ar->ctr.not_cached, 1);
+    items_drop(s);
+    resource_set_unready(s->ar->res, clock_mono_ms());
+    resource_end_watches(s->ar->res);
+    if (!s->synced) {
+        s->synced = true; /* counted as settled: it holds nobody's readiness */
+        atomic_fetch_add(&s->r->n_synced, 1);
+    }
+    rsync_schedule(s, false, INT64_MAX);
+}
+
 static void list_done(struct rsync *s, CURLcode cc, int64_t now)
 {
     char msg[512];
@@ -824,6 +850,10 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
     if (list_page(s, &why) != 0) {
         snprintf(msg, sizeof(msg), "\"%s\"", why);
         rsync_retry(s, false, now, "list", 200, msg);
+        return;
+    }
+    if (s->r->o.max_resource_bytes > 0 && s->items_bytes > s->r->o.max_resource_bytes) {
+        rsync_give_up(s);
         return;
     }
     if (s->cont != NULL) {

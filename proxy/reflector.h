@@ -40,6 +40,8 @@ struct reflector_opts {
     int64_t backoff_min_ms;      /* first retry delay after a failure (800) */
     int64_t backoff_max_ms;      /* cap of the doubling delay (30000) */
     int64_t backoff_reset_ms;    /* a watch open this long forgets past failures (120000) */
+    size_t max_resource_bytes;   /* a list whose objects' JSON is larger: the resource is not
+                                    cached (ar->too_large set, its watches ended); 0 = no cap */
 };
 
 /*

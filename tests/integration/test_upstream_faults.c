@@ -744,3 +744,45 @@ Test(faults, slow_reader_ended_on_the_tick, .timeout = 90)
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
 }
+
+/* ---- bounded memory ------------------------------------------------------------------------ */
+
+/*
+ * --max-resource-bytes: a resource whose upstream list holds more bytes of objects is not
+ * cached. kwp logs it, says so in /metrics (kwp_not_cached 1), keeps /readyz for the others,
+ * and forwards its LISTs and WATCHes upstream (the sim sees them).
+ */
+Test(faults, resource_over_max_resource_bytes_is_forwarded, .timeout = 60)
+{
+    struct srv sim, px;
+    struct http_resp r;
+    struct watch *w;
+    cJSON *j;
+    uint64_t lists0, v = 9;
+
+    /* 50 pods of ~1.1 KB: ~55 KB, over 16 KiB; no configmaps: under */
+    srv_spawn(&sim, "sim", ARGS("--objects", "50", "--namespaces", "1"), NULL);
+    srv_spawn(&px, "proxy",
+              ARGS("--upstream", sim.url, "--resources", "pods,configmaps", "--max-resource-bytes",
+                   "16Ki"),
+              NULL);
+    srv_wait_ready(&px, READY_MS);
+    cr_assert(log_has_within(&px, "too large to cache", 5000), "no log line");
+    cr_assert(metric_try(&px, "kwp_not_cached", &v) && v == 1, "kwp_not_cached{pods} is %" PRIu64,
+              v);
+    lists0 = api_sim_stat(sim.url, "resources.pods.lists");
+    api_req(px.url, "GET", "/api/v1/pods?resourceVersion=0", NULL, NULL, NULL, &r);
+    cr_assert_eq(r.code, 200, "HTTP %ld: %s", r.code, r.body);
+    j = json_body(&r);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "items")), 50);
+    cJSON_Delete(j);
+    http_resp_free(&r);
+    cr_assert_eq(api_sim_stat(sim.url, "resources.pods.lists"), lists0 + 1,
+                 "the LIST was not forwarded to the sim");
+    w = api_watch(px.url, "/api/v1/pods?watch=1&resourceVersion=0", 200);
+    cr_assert_eq(watch_wait_lines(w, 50, 10000), 0, "the forwarded watch's initial events");
+    watch_close(w);
+    cr_assert_eq(code_of(px.url, "/readyz", NULL, 0), 200);
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
+}
