@@ -12,7 +12,12 @@
  * over-long line, RV going backwards -> unready and relist (at once, then with backoff while
  * failures repeat). Backoff doubles from backoff_min to backoff_max with jitter; a
  * Retry-After on the answer (429, 503) sets the delay instead. A watch that stayed open
- * backoff_reset_ms forgets the failures (client-go's DelayWithReset).
+ * backoff_reset_ms forgets the failures (client-go's DelayWithReset). A watch unanswered
+ * REFLECTOR_WATCH_HEADERS_MS is abandoned (a failure). After a broken connection the next
+ * watch is preceded by a check of upstream's RV (a LIST of one item): below ours, upstream
+ * went backwards (restored from a backup) and we relist; a list whose RV is below the
+ * cache's is logged as that too. A list over max_resource_bytes gives the resource up: not
+ * cached, forwarded (rsync_give_up).
  *
  * Every request takes its credentials from upstream_begin and hands its outcome to
  * upstream_done (a 401 makes an exec credential stale, so the next request of any resource

@@ -7,6 +7,8 @@
  * or cut, is re-watched from the last RV at once; a watch refused or answered non-200 after a
  * backoff (or the answer's Retry-After); a 410 or malformed data relists, which ends
  * every downstream watch and resets the history (SEMANTICS 2.12), as kube-apiserver's cacher.
+ * After a broken connection, upstream's RV is checked before the re-watch: lower than ours
+ * (restored from a backup), it relists too.
  *
  * Threads: one reflector thread drives one libcurl multi handle for ALL resources and is the
  * only writer of their cache state; reflector_add and reflector_all_synced may be called from
