@@ -2,7 +2,9 @@
  * relay.c - the fault-injecting TCP relay (see relay.h). One acceptor thread; one detached
  * thread per connection pair, counted in <live> so relay_free can wait for them. Every mode
  * flag and the generation are read and written under <mu>; the sockets of a pair belong to
- * its thread.
+ * its thread. In HTTP mode a pair reads one request head, then answers, blackholes or
+ * forwards it; a forwarded WATCH response goes through a small chunked-body parser (struct
+ * rsp) that counts body bytes and lines for the one-shot cut and injection.
  */
 #define _GNU_SOURCE /* accept4, memmem, strcasestr */
 #include "tests/support/relay.h"
