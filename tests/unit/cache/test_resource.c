@@ -1474,3 +1474,72 @@ Test(resource, relist_ends_suspended_and_running_in_every_list, .timeout = 120)
     }
     resource_free(res);
 }
+
+/* What the lag sweep saw: the watchers it was called for, with their t_ms and closed flag. */
+struct lag_seen {
+    int calls;
+    struct watcher *w[4];
+    int64_t t[4];
+    bool closed[4];
+    bool close_them;
+};
+
+static bool lag_cb(struct watcher *w, int64_t t_ms, void *ctx)
+{
+    struct lag_seen *ls = ctx;
+
+    if (ls->calls < 4) {
+        ls->w[ls->calls] = w;
+        ls->t[ls->calls] = t_ms;
+        ls->closed[ls->calls] = w->closed;
+    }
+    ls->calls++;
+    return ls->close_them;
+}
+
+/* resource_sweep_running: only running watchers with an event waiting (its append time), or
+ * closed ones (t_ms 0); a true answer closes the watcher, whose next call gets -EPIPE. */
+Test(resource, lag_sweep_sees_running_watchers_with_events_waiting)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher run, idle, asleep;
+    struct waker k1, k2, k3;
+    struct ring_event ev[4];
+    struct lag_seen ls = {0};
+
+    winit(&run, &k1, res, NULL);
+    winit(&idle, &k2, res, NULL);
+    winit(&asleep, &k3, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &run, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &idle, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &asleep, 10, NULL), 0);
+    cr_assert_eq(resource_watch_next(res, &asleep, ev, 4), 0); /* suspended: nothing pending */
+    {
+        struct blob *b = mk("ns", "o", 11);
+
+        cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 11, 777), 0);
+        blob_unref(b);
+    }
+    /* idle has taken the event: running, nothing waits for it */
+    cr_assert_eq(resource_watch_take(res, &idle, ev, 4), 1);
+    /* asleep was woken by the event (no longer suspended): it waits too */
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 0);
+    cr_assert_eq(ls.calls, 2, "run and the woken one, not idle");
+    for (int i = 0; i < 2; i++) {
+        cr_assert(ls.w[i] == &run || ls.w[i] == &asleep);
+        cr_assert_eq(ls.t[i], 777);
+        cr_assert_not(ls.closed[i]);
+    }
+    ls = (struct lag_seen){.close_them = true};
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 2);
+    cr_assert_eq(resource_watch_next(res, &run, ev, 4), -EPIPE);
+    /* closed, still attached: called again with t_ms 0, not counted again */
+    ls = (struct lag_seen){.close_them = true};
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 0);
+    cr_assert_geq(ls.calls, 1);
+    cr_assert(ls.closed[0] && ls.t[0] == 0);
+    resource_watch_detach(res, &run);
+    resource_watch_detach(res, &idle);
+    resource_watch_detach(res, &asleep);
+    resource_free(res);
+}
