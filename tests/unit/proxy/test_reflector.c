@@ -1352,3 +1352,28 @@ Test(reflector, upstream_rv_gone_backwards_is_detected_and_relists, .timeout = 4
     resource_watch_detach(h.pods->res, &w);
     h_stop(&h);
 }
+
+/* The backoff doubles from backoff_min and stops at backoff_max (10 ms doubling to 40 ms
+ * here): watches answered 500 eight times in a row come 40 ms apart from the third retry on
+ * (250 ms allowed for a loaded machine; uncapped, the last ones would be 1.3-5.1 s), and no
+ * sooner than the doubling allows. */
+Test(reflector, backoff_doubles_and_is_capped, .timeout = 30)
+{
+    struct harness h;
+    int64_t at[10];
+
+    h_synced(&h);
+    fake_set_watch_codes(&h.f, 500, 8);
+    fake_end(&h.f, 0);
+    for (size_t i = 1; i <= 9; i++) {
+        at[i] = fake_wait_watch(&h.f, PODS, i).at_ms;
+    }
+    for (size_t i = 2; i <= 9; i++) {
+        int64_t gap = at[i] - at[i - 1];
+        int64_t lo = i == 2 ? 20 : 40; /* the clean end of watch 0 at once was failure 1 */
+
+        cr_expect(gap >= lo - 2 && gap <= 250, "retry %zu came %lld ms after the one before", i,
+                  (long long)gap);
+    }
+    h_stop(&h);
+}
