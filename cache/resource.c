@@ -105,6 +105,8 @@ struct resource {
     uint64_t n_events;
     uint64_t n_relists;
     uint64_t n_relists_kept;
+    uint64_t restored_rv; /* highest rv before a relist went backwards (0: none): a watch from
+                             an rv above the current one up to this is from the lost history */
     uint64_t n_streams;
     uint64_t n_laggards;
 
@@ -741,6 +743,9 @@ int resource_replace(struct resource *res, struct blob *const *items, size_t n, 
 
     wakeset_init(&ws);
     lock(res);
+    if (list_rv < res->rv && res->rv > res->restored_rv) {
+        res->restored_rv = res->rv; /* upstream went backwards (restored from a backup) */
+    }
     store_clear(res->store);
     for (size_t i = 0; i < n; i++) {
         store_put(res->store, items[i], NULL);
@@ -1207,6 +1212,15 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
     if (rc != 0) {
         goto out;
     }
+    if (from_rv > res->rv && from_rv <= res->restored_rv) {
+        /* An rv of the history lost when upstream went backwards: waiting for upstream to
+         * pass it would skip every change until then; 410 makes the client relist. */
+        if (boundary != NULL) {
+            *boundary = ring_boundary(res->ring);
+        }
+        rc = -ESTALE;
+        goto out;
+    }
     /* from_rv may be ahead of the cache (silent until newer events, SEMANTICS 3.3): the
      * cursor starts at head and watch_next skips events that are not newer than from_rv. */
     attach(res, w, WATCHER_STREAM);
@@ -1526,4 +1540,42 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
     }
     unlock(res);
     return wakeset_run(&ws);
+}
+
+size_t resource_sweep_running(struct resource *res,
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx),
+                              void *ctx)
+{
+    size_t n = 0;
+
+    lock(res);
+    for (struct watcher *w = res->streams; w != NULL; w = w->next) {
+        uint64_t c = w->cursor;
+        int64_t t_ms = 0;
+
+        /* Suspended: nothing was pending when it stopped (or a wake-up is on its way). */
+        if (w->suspended) {
+            continue;
+        }
+        if (!w->closed) {
+            if (c >= ring_head(res->ring)) {
+                continue;
+            }
+            if (c < ring_tail(res->ring)) {
+                t_ms = INT64_MIN; /* its next event has already left the history */
+            } else {
+                const struct ring_event *e = ring_at(res->ring, c);
+                if (e->rv <= w->from_rv) {
+                    continue; /* a watch from a future rv skips it: not an event it waits for */
+                }
+                t_ms = e->t_ms;
+            }
+        }
+        if (lagging(w, t_ms, ctx) && !w->closed) {
+            w->closed = true;
+            n++;
+        }
+    }
+    unlock(res);
+    return n;
 }

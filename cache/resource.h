@@ -120,7 +120,9 @@ void *resource_user(const struct resource *res);
  * Relist: replaces the whole state with <items> (any order, n of them; takes new
  * references) at <list_rv>, resets the history (watches below list_rv get 410), marks the
  * resource ready, bumps the epoch (every attached STREAM watcher is ended cleanly) and
- * wakes everyone. Returns 0.
+ * wakes everyone. A <list_rv> below the current rv (upstream went backwards: restored from a
+ * backup) also makes watches from the rvs in between get 410 (resource_watch_from) until
+ * the rv passes them again. Returns 0.
  */
 int resource_replace(struct resource *res, struct blob *const *items, size_t n, uint64_t list_rv,
                      int64_t now_ms);
@@ -237,8 +239,9 @@ void resource_export_fini(struct resource_export *x);
 /*
  * Attaches a STREAM watcher that replays every event with rv > <from_rv>, then follows live.
  * Returns 0, -ESTALE when from_rv is older than the history (then <boundary> gets oldest-1
- * for the 410 message and nothing is attached), or -EAGAIN when not ready or after
- * resource_close_all (shutting down).
+ * for the 410 message and nothing is attached) or is an rv of the history lost when a relist
+ * went backwards (above the current rv, at most the rv before it; <boundary> gets oldest-1 too), or
+ * -EAGAIN when not ready or after resource_close_all (shutting down).
  */
 int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
                         uint64_t *boundary);
@@ -340,5 +343,19 @@ void resource_watch_kill(struct resource *res, struct watcher *w);
  */
 size_t resource_tick(struct resource *res, int64_t now_ms,
                      bool (*dead)(struct watcher *w, void *ctx), void *ctx);
+
+/*
+ * The lag sweep: for each running STREAM watcher (not suspended) calls <lagging>(w, t_ms, ctx)
+ * under the lock: for one not closed, only when an event waits for it, with that event's
+ * append time (INT64_MIN when it already left the history); for a closed one (still
+ * attached: its server has not ended it yet) with t_ms 0 (w->closed tells which). When it
+ * returns true for one not closed, the watcher is closed (its next resource_watch_next
+ * returns -EPIPE). A running watcher whose client reads slowly may not be called by its
+ * server for a long time: this finds it anyway. <lagging> must be cheap and must not call
+ * into the cache. O(attached STREAM watchers). Returns the number closed.
+ */
+size_t resource_sweep_running(struct resource *res,
+                              bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx),
+                              void *ctx);
 
 #endif

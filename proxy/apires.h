@@ -56,6 +56,7 @@ struct apires_counters {
     atomic_ullong not_ready;            /* 429s sent */
     atomic_ullong terminated;           /* watches ended for lagging (--watch-max-lag) */
     atomic_ullong forwarded;            /* requests passed upstream */
+    atomic_ullong not_cached; /* 1: its list went over --max-resource-bytes, it is forwarded */
     /* upstream side (the proxy's reflector) */
     atomic_ullong up_lists;      /* LIST requests sent upstream (pages) */
     atomic_ullong up_watches;    /* WATCH requests sent upstream */

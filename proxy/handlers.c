@@ -322,8 +322,8 @@ enum handlers_route handlers_route(const struct handlers_opts *opts, enum handle
 
 enum handlers_why handlers_why_resource(const struct apires *ar, const struct k8s_path *p)
 {
-    if (!ar) {
-        return HANDLERS_WHY_UNCACHED;
+    if (!ar || atomic_load(&ar->ctr.not_cached) != 0) {
+        return HANDLERS_WHY_UNCACHED; /* too large: over --max-resource-bytes */
     }
     if (!ar->kind.namespaced && p->ns[0] && strcmp(p->resource, "namespaces") != 0) {
         return HANDLERS_WHY_SCOPE;
@@ -595,4 +595,5 @@ static bool peer_dead(struct watcher *w, void *ctx)
 void handlers_tick(struct apires *ar, int64_t now_ms)
 {
     (void)resource_tick(ar->res, now_ms, peer_dead, NULL);
+    handlers_watch_tick(ar, now_ms);
 }

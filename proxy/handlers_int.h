@@ -29,6 +29,9 @@
 
 #define HANDLERS_TOO_LARGE_DEFAULT_MS 3000 /* the 3 s rule */
 
+/* hreq.lag_state: who ended a lagging watch (only the first counts it). */
+enum { HANDLERS_LAG_NONE = 0, HANDLERS_LAG_TICK, HANDLERS_LAG_WRITER, HANDLERS_LAG_CUT };
+
 enum hphase { PH_NEW = 0, PH_WAIT_FRESH, PH_STREAM, PH_DONE };
 
 struct hreq {
@@ -66,12 +69,15 @@ struct hreq {
     char *wbuf;           /* the server's write buffer as last lent to watch_read */
     size_t wbuf_dirty;    /* bytes at its start that may hold resident pages */
     int64_t last_data_ms; /* when watch_read last returned bytes */
-    int64_t live_ms;      /* when live events began (after any initial events): lag counts
-                             from here, so a resumed watch may replay old events */
-    bool released;        /* the write buffer was released once (watch_quiet) */
-    uint64_t frames;      /* frames written, not yet added to ar->ctr.frames */
-    int64_t lag_from_ms;  /* arrival (or live start) of the oldest event among them; 0 = none */
-    uint64_t lag_frames;  /* how many of them are events (not initial ADDED or bookmarks) */
+    _Atomic int64_t
+        live_ms;   /* (the tick reads it) when live events began (after any initial events): lag
+                   counts   from here, so a resumed watch may replay old events */
+    bool released; /* the write buffer was released once (watch_quiet) */
+    _Atomic int lag_state; /* the lag rule, between the writer and the tick: HANDLERS_LAG_* */
+    int64_t lag_cut_ms;    /* HANDLERS_LAG_TICK: when the tick cuts it (the tick thread only) */
+    uint64_t frames;       /* frames written, not yet added to ar->ctr.frames */
+    int64_t lag_from_ms;   /* arrival (or live start) of the oldest event among them; 0 = none */
+    uint64_t lag_frames;   /* how many of them are events (not initial ADDED or bookmarks) */
     /* ---- negotiation and bodies ---- */
     struct negotiate neg; /* recomputed on every entry (a pure function of the request) */
     bool table_hdr_sent;  /* watch Tables: columnDefinitions only on the first event */

@@ -17,10 +17,12 @@
 #include "proxy/handlers_watch.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cache/blob.h"
@@ -422,6 +424,13 @@ static bool watch_lagging(struct hreq *h, int64_t t_ms, int64_t now)
         return false;
     }
     static struct log_ratelimit rl;
+    int was = HANDLERS_LAG_NONE;
+
+    h->ending = true;
+    /* the tick may have found it first: then it counted and logged it */
+    if (!atomic_compare_exchange_strong(&h->lag_state, &was, HANDLERS_LAG_WRITER)) {
+        return true;
+    }
     log_ratelimited(
         &rl, 1000, LOG_LEVEL_INFO, "watch",
         "resource=%s namespace=\"%s\" lag_ms=%lld last_rv=%llu msg=\"Forcing %s watcher "
@@ -432,7 +441,6 @@ static bool watch_lagging(struct hreq *h, int64_t t_ms, int64_t now)
     http_req_note(h->req, NULL,
                   "client too slow: its next event waited %lld ms (--watch-max-lag %lld ms)",
                   (long long)(now - since), (long long)h->opts->watch_max_lag_ms);
-    h->ending = true;
     return true;
 }
 
@@ -469,6 +477,70 @@ static void lag_flush(struct hreq *h, int64_t now)
         reqstats_lag_ms(now - h->lag_from_ms, h->lag_frames);
         h->lag_from_ms = 0;
         h->lag_frames = 0;
+    }
+}
+
+/*
+ * The same rule on the tick, for a watch whose server is not calling watch_read: a client
+ * reading slowly keeps the socket full, and libmicrohttpd calls the writer only once a third
+ * of the send buffer drained (minutes at 1 KB/s). The tick closes the watcher (a writer
+ * called meanwhile ends the stream cleanly) and, when the writer has not ended the stream
+ * a second later, shuts the connection down: the client reads what it had, sees the stream
+ * break and re-watches from its last resourceVersion (the history still holds what follows
+ * it, or it gets the 410). Under the resource lock: no logging here (handlers_watch_tick
+ * logs).
+ */
+#define HANDLERS_LAG_CUT_MS 1000
+
+struct lag_sweep {
+    int64_t now;
+    int64_t max_lag_ms; /* the largest lag among the watches closed */
+};
+
+static bool tick_lagging(struct watcher *w, int64_t t_ms, void *ctx)
+{
+    struct hreq *h = (struct hreq *)((char *)w - offsetof(struct hreq, w));
+    struct lag_sweep *ls = ctx;
+    int64_t live = h->live_ms, since = t_ms > live ? t_ms : live;
+    int st = atomic_load(&h->lag_state);
+
+    if (h->fd < 0) {
+        return false;
+    }
+    if (st == HANDLERS_LAG_TICK) {
+        /* closed a second ago and the writer has not ended the stream since: cut it */
+        if (ls->now >= h->lag_cut_ms &&
+            atomic_compare_exchange_strong(&h->lag_state, &st, HANDLERS_LAG_CUT)) {
+            (void)shutdown(h->fd, SHUT_RDWR); /* libmicrohttpd's next send fails: it closes */
+        }
+        return false;
+    }
+    /* live 0: attached, its stream not started yet (no lag counts before it) */
+    if (w->closed || st != HANDLERS_LAG_NONE || live == 0 || h->opts->watch_max_lag_ms <= 0 ||
+        ls->now - since <= h->opts->watch_max_lag_ms ||
+        !atomic_compare_exchange_strong(&h->lag_state, &st, HANDLERS_LAG_TICK)) {
+        return false;
+    }
+    atomic_fetch_add(&h->ar->ctr.terminated, 1);
+    h->lag_cut_ms = ls->now + HANDLERS_LAG_CUT_MS;
+    if (ls->now - since > ls->max_lag_ms) {
+        ls->max_lag_ms = ls->now - since;
+    }
+    return true;
+}
+
+void handlers_watch_tick(struct apires *ar, int64_t now_ms)
+{
+    struct lag_sweep ls = {now_ms, 0};
+    size_t n = resource_sweep_running(ar->res, tick_lagging, &ls);
+    static struct log_ratelimit rl;
+
+    if (n > 0) {
+        log_ratelimited(&rl, 1000, LOG_LEVEL_INFO, "watch",
+                        "resource=%s watches=%zu lag_ms=%lld msg=\"Forcing %s watcher close due "
+                        "to unresponsiveness\"",
+                        resource_name(ar->res), n, (long long)ls.max_lag_ms,
+                        resource_name(ar->res));
     }
 }
 
@@ -532,7 +604,8 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             return (ssize_t)n;
         }
     }
-    if (h->ending) {
+    /* the tick found it lagging (a writer that did not run): end at this call */
+    if (h->ending || atomic_load(&h->lag_state) == HANDLERS_LAG_TICK) {
         return HTTP_STREAM_END;
     }
     if (now >= h->deadline_ms) {
@@ -664,6 +737,11 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
         h->last_data_ms = now;
     }
     got = watch_fill(h, buf, max, now);
+    if (got == HTTP_STREAM_END) {
+        int st = HANDLERS_LAG_TICK;
+        /* the tick closed it for lag and this call ends it cleanly: no cut needed */
+        (void)atomic_compare_exchange_strong(&h->lag_state, &st, HANDLERS_LAG_WRITER);
+    }
     if (h->frames > 0) { /* one shared-counter update per call, not per frame */
         lag_flush(h, now);
         atomic_fetch_add(&h->ar->ctr.frames, h->frames);

@@ -36,6 +36,14 @@ void handlers_watch_serve(struct hreq *h, const struct k8s_list_opts *lo);
  * its counts to the resource's counters. Call after the watcher was detached. */
 void handlers_watch_fini(struct hreq *h);
 
+/*
+ * The tick's lag check (every REGISTRY_SWEEP_MS): a running watch of <ar> whose next event
+ * has waited longer than --watch-max-lag is closed and its connection shut down, even when
+ * libmicrohttpd is not calling its writer (a client that reads, slowly); counted in
+ * ctr.terminated and logged once per call. The tick thread.
+ */
+void handlers_watch_tick(struct apires *ar, int64_t now_ms);
+
 /* ---- bare watches: bench and tests ------------------------------------------------------- */
 
 /*

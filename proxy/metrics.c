@@ -222,6 +222,9 @@ void metrics_serve_auth(struct http_req *req, const struct registry *reg, struct
          offsetof(struct apires_counters, not_ready)},
         {"kwp_forwarded_total", "counter", "Requests for this resource passed upstream.",
          offsetof(struct apires_counters, forwarded)},
+        {"kwp_not_cached", "gauge",
+         "1 when the resource's list went over --max-resource-bytes: forwarded, not cached.",
+         offsetof(struct apires_counters, not_cached)},
     };
 
     sbuf_init(&b, METRICS_MAX_BYTES);

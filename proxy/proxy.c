@@ -90,6 +90,7 @@ struct proxy_opts {
     int64_t max_body;
     int64_t page_size;
     int64_t max_line;
+    int64_t max_resource_bytes;
     int64_t probe_interval_ms;
     bool cache_events;
     const char *tls_cert_file;
@@ -264,6 +265,9 @@ static bool ready(struct proxy *p, char *why, size_t why_len)
     }
     for (size_t i = 0; i < n; i++) {
         const struct apires *ar = registry_at(p->reg, i);
+        if (atomic_load(&ar->ctr.not_cached) != 0) {
+            continue; /* not cached, forwarded: logged, and kwp_not_cached says 1 */
+        }
         if (!resource_is_ready(ar->res, NULL)) {
             snprintf(why, why_len, "%s not synced", resource_name(ar->res));
             return false;
@@ -595,6 +599,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     p->disc = discovery_new(p->up, o->probe_interval_ms);
     ro.page_size = o->page_size;
     ro.max_line_bytes = (size_t)o->max_line;
+    ro.max_resource_bytes = (size_t)o->max_resource_bytes;
     p->rf = reflector_new(p->up, &ro, err, err_len);
     if (!p->rf) {
         goto fail;
@@ -1003,6 +1008,9 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         {"max-line", CFG_SIZE, &o.max_line, 1024, INT64_MAX,
          "longest upstream watch line accepted; longer is a protocol error and a relist (default "
          "16Mi)"},
+        {"max-resource-bytes", CFG_SIZE, &o.max_resource_bytes, 0, INT64_MAX,
+         "a resource whose upstream list holds more bytes of objects is not cached: its "
+         "requests are forwarded upstream (default 0: no cap)"},
         {"upstream-probe-interval", CFG_DURATION, &o.probe_interval_ms, 200, 3600000,
          "probe upstream (GET /version) this often; a failed probe makes /readyz fail (default "
          "10s)"},

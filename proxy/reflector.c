@@ -12,7 +12,12 @@
  * over-long line, RV going backwards -> unready and relist (at once, then with backoff while
  * failures repeat). Backoff doubles from backoff_min to backoff_max with jitter; a
  * Retry-After on the answer (429, 503) sets the delay instead. A watch that stayed open
- * backoff_reset_ms forgets the failures (client-go's DelayWithReset).
+ * backoff_reset_ms forgets the failures (client-go's DelayWithReset). A watch unanswered
+ * REFLECTOR_WATCH_HEADERS_MS is abandoned (a failure). After a broken connection the next
+ * watch is preceded by a check of upstream's RV (a LIST of one item): below ours, upstream
+ * went backwards (restored from a backup) and we relist; a list whose RV is below the
+ * cache's is logged as that too. A list over max_resource_bytes gives the resource up: not
+ * cached, forwarded (rsync_give_up).
  *
  * Every request takes its credentials from upstream_begin and hands its outcome to
  * upstream_done (a 401 makes an exec credential stale, so the next request of any resource
@@ -47,13 +52,14 @@
 #include "proxy/reqstats.h"
 #include "proxy/upstream.h"
 
-#define REFLECTOR_POLL_MS 1000         /* longest curl_multi_poll wait */
-#define REFLECTOR_ERR_BODY_MAX 65536   /* bytes of a non-200 body kept for the log */
-#define REFLECTOR_LINE_KEEP 65536      /* line buffer capacity kept between lines */
-#define REFLECTOR_SHORT_WATCH_MS 1000  /* a watch ending this fast with no event is a failure */
-#define REFLECTOR_WATCH_GRACE_MS 60000 /* open this long past timeoutSeconds: wedged */
-#define REFLECTOR_LIST_STALL_S 120L    /* a LIST receiving nothing this long is abandoned */
-#define REFLECTOR_RV_MAX 64            /* bytes of an RV string we echo back (digits) */
+#define REFLECTOR_POLL_MS 1000           /* longest curl_multi_poll wait */
+#define REFLECTOR_ERR_BODY_MAX 65536     /* bytes of a non-200 body kept for the log */
+#define REFLECTOR_LINE_KEEP 65536        /* line buffer capacity kept between lines */
+#define REFLECTOR_SHORT_WATCH_MS 1000    /* a watch ending this fast with no event is a failure */
+#define REFLECTOR_WATCH_GRACE_MS 60000   /* open this long past timeoutSeconds: wedged */
+#define REFLECTOR_WATCH_HEADERS_MS 10000 /* a watch unanswered this long: abandoned, backoff */
+#define REFLECTOR_LIST_STALL_S 120L      /* a LIST receiving nothing this long is abandoned */
+#define REFLECTOR_RV_MAX 64              /* bytes of an RV string we echo back (digits) */
 #define REFLECTOR_FAILS_MAX 64       /* failure count saturates (the delay is capped long before) */
 #define REFLECTOR_LOG_MS 1000        /* one re-watch record per resource per interval */
 #define REFLECTOR_RELIST_GAP_MS 1000 /* 410 relists of one resource start this far apart */
@@ -80,9 +86,12 @@ struct rsync {
     struct upstream_call call; /* of the running transfer: its credential, curl's error */
     enum rsync_state state;
     bool next_is_watch; /* IDLE: what starts at due_ms */
+    bool verify;        /* before the next watch, check upstream's RV has not gone backwards */
+    bool checking;      /* the running LIST is that check (limit=1) */
     int64_t due_ms;
     unsigned fails;          /* consecutive failures, for backoff */
     int64_t list_start_ms;   /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t req_start_ms;    /* when the running transfer was sent */
     int64_t retry_after_ms;  /* Retry-After of the running transfer's answer; 0 = none */
     bool synced;             /* the first list completed */
     bool warm;               /* resumed from a loaded state, not yet fresh (state.h) */
@@ -95,7 +104,8 @@ struct rsync {
     struct blob **items; /* one reference each */
     size_t n_items;
     size_t cap_items;
-    char *cont; /* continue token of the next page; NULL = first page */
+    size_t items_bytes; /* JSON bytes of items[] */
+    char *cont;         /* continue token of the next page; NULL = first page */
     unsigned pages;
     uint64_t list_rv;
     char list_rv_str[REFLECTOR_RV_MAX];
@@ -201,6 +211,7 @@ static void items_drop(struct rsync *s)
         blob_unref(s->items[i]);
     }
     s->n_items = 0;
+    s->items_bytes = 0;
     free(s->cont);
     s->cont = NULL;
     s->pages = 0;
@@ -620,7 +631,12 @@ static int rsync_start(struct rsync *s, int64_t now)
     struct curl_slist *h;
     int rc = -ENOMEM;
 
-    if (s->next_is_watch) {
+    s->checking = s->next_is_watch && s->verify;
+    if (s->checking) {
+        /* A consistent LIST of one item: its RV is upstream's current one. */
+        s->next_is_watch = false;
+        snprintf(query, sizeof(query), "limit=1");
+    } else if (s->next_is_watch) {
         int64_t t =
             r->o.watch_timeout_min_s + (int64_t)(rng_next(r) % (uint64_t)r->o.watch_timeout_min_s);
 
@@ -676,9 +692,10 @@ static int rsync_start(struct rsync *s, int64_t now)
     s->http_code = 0;
     s->retry_after_ms = 0;
     s->verdict = VERDICT_NONE;
-    if (!s->next_is_watch && s->cont == NULL) {
+    if (!s->next_is_watch && s->cont == NULL && !s->checking) {
         s->list_start_ms = now;
     }
+    s->req_start_ms = now;
     sbuf_clear(&s->body, REFLECTOR_ERR_BODY_MAX);
     if (curl_multi_add_handle(r->multi, s->easy) != CURLM_OK) {
         rc = -ENOMEM;
@@ -756,6 +773,7 @@ static int list_page(struct rsync *s, const char **why)
             s->items = xrealloc(s->items, s->cap_items * sizeof(*s->items));
         }
         s->items[s->n_items++] = b;
+        s->items_bytes += b->len;
     }
     if (rc != 0) {
         *why = "malformed list items";
@@ -779,6 +797,80 @@ static void transfer_error(const struct rsync *s, CURLcode cc, char *msg, size_t
     }
 }
 
+/*
+ * The end of the check before a re-watch (s->checking): upstream's RV below ours means its
+ * history went backwards (etcd restored from a backup, or another cluster behind the same
+ * address); a watch from our RV would be accepted and stay silent until upstream passes it,
+ * losing every change until then. So relist, which resets the history and ends every
+ * downstream watch, as kube-apiserver's cacher after a restart. A check that fails is retried
+ * after backoff, as the watch it stands for.
+ */
+static void check_done(struct rsync *s, CURLcode cc, int64_t now)
+{
+    char msg[512], rv_str[REFLECTOR_RV_MAX];
+    size_t md_off, md_len;
+    char *rv = NULL;
+    uint64_t up_rv = 0;
+    bool ok;
+
+    s->checking = false;
+    if (s->verdict == VERDICT_BACKOFF) {
+        rsync_retry(s, true, now, NULL, 0, NULL);
+        return;
+    }
+    if (cc != CURLE_OK || s->http_code != 200) {
+        transfer_error(s, cc, msg, sizeof(msg));
+        rsync_retry(s, true, now, "resourceVersion check", (int)s->http_code, msg);
+        return;
+    }
+    ok = kube_json_member(s->body.p, s->body.len, "metadata", &md_off, &md_len) == 0 &&
+         s->body.p[md_off] == '{' &&
+         json_str_member(s->body.p + md_off, md_len, "resourceVersion", REFLECTOR_RV_MAX - 1,
+                         &rv) == 0 &&
+         rv_parse(rv, &up_rv) == 0 && up_rv > 0;
+    snprintf(rv_str, sizeof(rv_str), "%s", ok ? rv : "");
+    free(rv);
+    if (!ok) {
+        rsync_retry(s, true, now, "resourceVersion check", 200,
+                    "\"list without a valid resourceVersion\"");
+        return;
+    }
+    s->verify = false;
+    if (up_rv < s->rv) {
+        atomic_fetch_add(&s->ar->ctr.up_errors, 1);
+        log_warn("reflector",
+                 "resource=%s rv=%s upstream_rv=%s msg=\"upstream resourceVersion went backwards "
+                 "(restored from a backup?), relisting and resetting the history\"",
+                 rsync_name(s), s->rv_str, rv_str);
+        rsync_relist(s, now, true);
+        return;
+    }
+    rsync_schedule(s, true, now);
+}
+
+/*
+ * The list of <s> went over max_resource_bytes: the resource is not cached from now on. Its
+ * requests are forwarded upstream (handlers_why_resource), its downstream watches are ended
+ * (their clients re-watch, forwarded), and it no longer holds /readyz back. Its cache stays
+ * empty and unready; nothing more is asked upstream for it.
+ */
+static void rsync_give_up(struct rsync *s)
+{
+    log_warn("reflector",
+             "resource=%s rv=%s objects=%zu bytes=%zu max_resource_bytes=%zu msg=\"too large to "
+             "cache: not cached, its requests are forwarded upstream\"",
+             rsync_name(s), s->rv_str, s->n_items, s->items_bytes, s->r->o.max_resource_bytes);
+    atomic_store(&s->ar->ctr.not_cached, 1);
+    items_drop(s);
+    resource_set_unready(s->ar->res, clock_mono_ms());
+    resource_end_watches(s->ar->res);
+    if (!s->synced) {
+        s->synced = true; /* counted as settled: it holds nobody's readiness */
+        atomic_fetch_add(&s->r->n_synced, 1);
+    }
+    rsync_schedule(s, false, INT64_MAX);
+}
+
 static void list_done(struct rsync *s, CURLcode cc, int64_t now)
 {
     char msg[512];
@@ -786,6 +878,10 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
     bool kept;
     size_t n;
 
+    if (s->checking) {
+        check_done(s, cc, now);
+        return;
+    }
     if (s->verdict == VERDICT_BACKOFF) {
         rsync_retry(s, false, now, NULL, 0, NULL);
         return;
@@ -800,11 +896,23 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
         rsync_retry(s, false, now, "list", 200, msg);
         return;
     }
+    if (s->r->o.max_resource_bytes > 0 && s->items_bytes > s->r->o.max_resource_bytes) {
+        rsync_give_up(s);
+        return;
+    }
     if (s->cont != NULL) {
         rsync_schedule(s, false, now);
         return;
     }
     n = s->n_items;
+    if (s->synced && s->list_rv < resource_rv(s->ar->res)) {
+        /* resource_replace resets the history whatever the RV: nothing from before is kept */
+        log_warn("reflector",
+                 "resource=%s rv=%s list_rv=%s msg=\"upstream resourceVersion went backwards "
+                 "(restored from a backup?), history reset\"",
+                 rsync_name(s), s->rv_str, s->list_rv_str);
+    }
+    s->verify = false;
     atomic_fetch_add(&s->ar->ctr.relists, 1);
     /* A relist that finds what the cache holds lost nothing: downstream watches go on (a
      * tier in front of this one sees no relist). Otherwise every watch ends (vector 39). */
@@ -853,6 +961,10 @@ static void watch_done(struct rsync *s, CURLcode cc, int64_t now)
         return;
     }
     established = s->watch_open_ms != 0 && s->http_code == 200;
+    /* The connection broke or failed: upstream may have restarted, perhaps from a backup. */
+    if (cc != CURLE_OK) {
+        s->verify = true;
+    }
     if (!established) {
         /* refused, reset before the answer, non-200: the server is in trouble, back off */
         transfer_error(s, cc, msg, sizeof(msg));
@@ -956,7 +1068,12 @@ static int64_t reflector_timers(struct reflector *r, int64_t now)
                 now - s->watch_open_ms >= REFLECTOR_WARM_SETTLE_MS) {
                 rsync_synced(s, "settled");
             }
-            if (now >= s->watch_deadline_ms) {
+            if (now >= s->watch_deadline_ms ||
+                (s->http_code == 0 && now - s->req_start_ms >= REFLECTOR_WATCH_HEADERS_MS)) {
+                /* wedged, or accepted and never answered */
+                snprintf(s->call.errbuf, sizeof(s->call.errbuf), "%s",
+                         s->http_code == 0 ? "no answer to the watch request"
+                                           : "watch open past its timeout");
                 rsync_done(s, CURLE_OPERATION_TIMEDOUT, now);
             }
         }

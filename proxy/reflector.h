@@ -7,6 +7,8 @@
  * or cut, is re-watched from the last RV at once; a watch refused or answered non-200 after a
  * backoff (or the answer's Retry-After); a 410 or malformed data relists, which ends
  * every downstream watch and resets the history (SEMANTICS 2.12), as kube-apiserver's cacher.
+ * After a broken connection, upstream's RV is checked before the re-watch: lower than ours
+ * (restored from a backup), it relists too.
  *
  * Threads: one reflector thread drives one libcurl multi handle for ALL resources and is the
  * only writer of their cache state; reflector_add and reflector_all_synced may be called from
@@ -40,6 +42,8 @@ struct reflector_opts {
     int64_t backoff_min_ms;      /* first retry delay after a failure (800) */
     int64_t backoff_max_ms;      /* cap of the doubling delay (30000) */
     int64_t backoff_reset_ms;    /* a watch open this long forgets past failures (120000) */
+    size_t max_resource_bytes;   /* a list whose objects' JSON is larger: the resource is not
+                                    cached (ar->too_large set, its watches ended); 0 = no cap */
 };
 
 /*

@@ -313,6 +313,35 @@ Test(resource, watch_from_future_rv_skips_older_events)
     resource_free(res);
 }
 
+/* A relist whose rv is below the cache's (upstream restored from a backup): a watch from an
+ * rv of the lost history (above the new rv, up to the old one) gets 410, not a silent wait
+ * that would skip the new history's changes until upstream passes it; once the rv has passed
+ * it again, it is an ordinary rv. */
+Test(resource, watch_from_an_rv_lost_by_a_backwards_relist_is_estale)
+{
+    struct resource *res = new_ready(16, 100);
+    struct watcher w;
+    struct waker k;
+    uint64_t boundary = 0;
+
+    put(res, WATCH_ADDED, "ns", "o", 110);
+    cr_assert_eq(resource_replace(res, NULL, 0, 50, 0), 0); /* backwards */
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 105, &boundary), -ESTALE);
+    cr_assert_eq(boundary, 50);
+    cr_assert_eq(resource_watch_from(res, &w, 110, &boundary), -ESTALE);
+    cr_assert_not(w.attached);
+    /* beyond what the cache ever had: an ordinary future rv */
+    cr_assert_eq(resource_watch_from(res, &w, 111, NULL), 0);
+    resource_watch_detach(res, &w);
+    /* the new history passes 105: from then on it is one of its rvs */
+    put(res, WATCH_ADDED, "ns", "p", 106);
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 105, NULL), 0);
+    resource_watch_detach(res, &w);
+    resource_free(res);
+}
+
 Test(resource, watch_now_gives_initial_state_and_only_new_events)
 {
     struct resource *res = new_ready(16, 10);
@@ -1731,5 +1760,74 @@ Test(resource, stats_give_when_the_oldest_event_held_arrived)
     cr_assert_eq(resource_replace(res, NULL, 0, 20, 0), 0);
     resource_stats(res, &st);
     cr_assert_eq(st.history_oldest_ms, 0, "a relist resets the history");
+    resource_free(res);
+}
+
+/* What the lag sweep saw: the watchers it was called for, with their t_ms and closed flag. */
+struct lag_seen {
+    int calls;
+    struct watcher *w[4];
+    int64_t t[4];
+    bool closed[4];
+    bool close_them;
+};
+
+static bool lag_cb(struct watcher *w, int64_t t_ms, void *ctx)
+{
+    struct lag_seen *ls = ctx;
+
+    if (ls->calls < 4) {
+        ls->w[ls->calls] = w;
+        ls->t[ls->calls] = t_ms;
+        ls->closed[ls->calls] = w->closed;
+    }
+    ls->calls++;
+    return ls->close_them;
+}
+
+/* resource_sweep_running: only running watchers with an event waiting (its append time), or
+ * closed ones (t_ms 0); a true answer closes the watcher, whose next call gets -EPIPE. */
+Test(resource, lag_sweep_sees_running_watchers_with_events_waiting)
+{
+    struct resource *res = new_ready(16, 10);
+    struct watcher run, idle, asleep;
+    struct waker k1, k2, k3;
+    struct ring_event ev[4];
+    struct lag_seen ls = {0};
+
+    winit(&run, &k1, res, NULL);
+    winit(&idle, &k2, res, NULL);
+    winit(&asleep, &k3, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &run, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &idle, 10, NULL), 0);
+    cr_assert_eq(resource_watch_from(res, &asleep, 10, NULL), 0);
+    cr_assert_eq(resource_watch_next(res, &asleep, ev, 4), 0); /* suspended: nothing pending */
+    {
+        struct blob *b = mk("ns", "o", 11);
+
+        cr_assert_eq(resource_apply(res, WATCH_ADDED, b, 11, 777), 0);
+        blob_unref(b);
+    }
+    /* idle has taken the event: running, nothing waits for it */
+    cr_assert_eq(resource_watch_take(res, &idle, ev, 4), 1);
+    /* asleep was woken by the event (no longer suspended): it waits too */
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 0);
+    cr_assert_eq(ls.calls, 2, "run and the woken one, not idle");
+    for (int i = 0; i < 2; i++) {
+        cr_assert(ls.w[i] == &run || ls.w[i] == &asleep);
+        cr_assert_eq(ls.t[i], 777);
+        cr_assert_not(ls.closed[i]);
+    }
+    ls = (struct lag_seen){.close_them = true};
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 2);
+    cr_assert_eq(resource_watch_next(res, &run, ev, 4), -EPIPE);
+    /* closed, still attached: called again with t_ms 0, not counted again */
+    ls = (struct lag_seen){.close_them = true};
+    cr_assert_eq(resource_sweep_running(res, lag_cb, &ls), 0);
+    cr_assert_geq(ls.calls, 1);
+    cr_assert(ls.closed[0] && ls.t[0] == 0);
+    resource_watch_detach(res, &run);
+    resource_watch_detach(res, &idle);
+    resource_watch_detach(res, &asleep);
     resource_free(res);
 }

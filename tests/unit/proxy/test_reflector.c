@@ -87,10 +87,11 @@ struct fake {
     size_t n_streams;
     struct fake_list lists[FAKE_MAX_PATHS];
     size_t n_lists;
-    int watch_code;   /* one-shot: answer the next watch with this status */
-    int watch_code_n; /* ... and as many after it */
-    int list_code;    /* one-shot: answer the next list with this status */
-    int retry_after;  /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
+    int watch_code;    /* one-shot: answer the next watch with this status */
+    int watch_code_n;  /* ... and as many after it */
+    int list_code;     /* one-shot: answer the next list with this status */
+    int retry_after;   /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
+    char check_rv[32]; /* the RV a limit=1 LIST (the reflector's check) answers; "" = huge */
     bool stopping;
 };
 
@@ -219,6 +220,15 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         q->stream = (int)f->n_streams;
         st = &f->streams[f->n_streams++];
         st->f = f;
+    } else if (strcmp(q->limit, "1") == 0) {
+        /* the reflector's check of upstream's RV before a re-watch: not a LIST that counts */
+        static __thread char chk[256];
+
+        snprintf(chk, sizeof(chk),
+                 "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                 "\"resourceVersion\":\"%s\"},\"items\":[]}",
+                 f->check_rv[0] ? f->check_rv : "999999999");
+        page = chk;
     } else if (f->list_code != 0) {
         code = f->list_code;
         f->list_code = 0;
@@ -449,7 +459,8 @@ static size_t fake_lists(struct fake *f, const char *path)
 
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->n_reqs; i++) {
-        n += !f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 && f->reqs[i].cont[0] == 0;
+        n += !f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 && f->reqs[i].cont[0] == 0 &&
+             strcmp(f->reqs[i].limit, "1") != 0;
     }
     pthread_mutex_unlock(&f->mu);
     return n;
@@ -464,7 +475,7 @@ static int64_t fake_list_at(struct fake *f, const char *path, size_t nth)
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->n_reqs && at < 0; i++) {
         if (!f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 && f->reqs[i].cont[0] == 0 &&
-            k++ == nth) {
+            strcmp(f->reqs[i].limit, "1") != 0 && k++ == nth) {
             at = f->reqs[i].at_ms;
         }
     }
@@ -1274,5 +1285,95 @@ Test(reflector, oversized_list_page_fails_without_growing, .timeout = 30)
         cr_expect_str_eq(h.f.reqs[i].cont, "", "every attempt restarts at page 1");
     }
     pthread_mutex_unlock(&h.f.mu);
+    h_stop(&h);
+}
+
+static void fake_set_check_rv(struct fake *f, const char *rv)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(f->check_rv, sizeof(f->check_rv), "%s", rv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Requests on <path> with limit=1: the reflector's RV checks. */
+static size_t fake_checks(struct fake *f, const char *path)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n_reqs; i++) {
+        n += !f->reqs[i].watch && strcmp(f->reqs[i].path, path) == 0 &&
+             strcmp(f->reqs[i].limit, "1") == 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/*
+ * Issue 14 "resourceVersions go backwards": after a broken stream the upstream may be a
+ * restarted one restored from a backup, whose RVs are behind ours. A watch from our RV would
+ * be accepted and stay silent until upstream passed it (kube-apiserver accepts a future RV,
+ * SEMANTICS 3.3), losing every change meanwhile; so before that re-watch the reflector reads
+ * upstream's RV (a LIST of one item) and, finding it lower, relists: the history restarts at
+ * the (lower) list RV and every downstream watch is ended. A check at or above our RV
+ * re-watches as before.
+ */
+Test(reflector, upstream_rv_gone_backwards_is_detected_and_relists, .timeout = 40)
+{
+    struct harness h;
+    struct watcher w = {.wake = noop_wake, .kind = WATCHER_STREAM};
+    struct ring_event ev[4];
+    struct fake_req q;
+
+    h_synced_f101(&h); /* list rv 100, then f at 101 */
+    cr_assert_eq(resource_watch_from(h.pods->res, &w, 101, NULL), 0);
+    /* a cut with upstream ahead: checked, then re-watched from 101, no relist */
+    fake_cut(&h.f, 0);
+    cr_assert_eq(fake_wait_watch(&h.f, PODS, 1).stream, 1);
+    cr_expect_str_eq(fake_wait_watch(&h.f, PODS, 1).rv, "101");
+    cr_expect_eq(fake_checks(&h.f, PODS), 1, "one check before the re-watch");
+    cr_expect_eq(fake_lists(&h.f, PODS), 1);
+    /* upstream restored: its RV (50) is behind ours */
+    fake_set_check_rv(&h.f, "50");
+    char e[256], st[256];
+    pod_pair("g", "102", "", e, st, 256);
+    push_event(&h, 1, "ADDED", e);
+    cr_assert_eq(resource_wait_fresh(h.pods->res, 102, WAIT_MS, NULL), 0);
+    fake_cut(&h.f, 1);
+    WAIT_FOR(fake_lists(&h.f, PODS) == 2);
+    /* the list (rv 100, below the cache's 102) replaced everything: history reset */
+    cr_assert_eq(fake_wait_watch(&h.f, PODS, 2).stream, 2);
+    q = fake_wait_watch(&h.f, PODS, 2);
+    cr_expect_str_eq(q.rv, "100", "re-watch from the new list's RV");
+    cr_expect_eq(resource_rv(h.pods->res), 100);
+    cr_expect(resource_get(h.pods->res, "ns1/g") == NULL, "g came from the old history");
+    cr_expect_eq(resource_watch_next(h.pods->res, &w, ev, 4), -EPIPE,
+                 "a downstream watch from before is ended");
+    resource_watch_detach(h.pods->res, &w);
+    h_stop(&h);
+}
+
+/* The backoff doubles from backoff_min and stops at backoff_max (10 ms doubling to 40 ms
+ * here): watches answered 500 eight times in a row come 40 ms apart from the third retry on
+ * (250 ms allowed for a loaded machine; uncapped, the last ones would be 1.3-5.1 s), and no
+ * sooner than the doubling allows. */
+Test(reflector, backoff_doubles_and_is_capped, .timeout = 30)
+{
+    struct harness h;
+    int64_t at[10];
+
+    h_synced(&h);
+    fake_set_watch_codes(&h.f, 500, 8);
+    fake_end(&h.f, 0);
+    for (size_t i = 1; i <= 9; i++) {
+        at[i] = fake_wait_watch(&h.f, PODS, i).at_ms;
+    }
+    for (size_t i = 2; i <= 9; i++) {
+        int64_t gap = at[i] - at[i - 1];
+        int64_t lo = i == 2 ? 20 : 40; /* the clean end of watch 0 at once was failure 1 */
+
+        cr_expect(gap >= lo - 2 && gap <= 250, "retry %zu came %lld ms after the one before", i,
+                  (long long)gap);
+    }
     h_stop(&h);
 }
