@@ -46,8 +46,8 @@
 #include "proxy/passthrough.h"
 #include "proxy/reflector.h"
 #include "proxy/registry.h"
-#include "proxy/state.h"
 #include "proxy/reqlog.h"
+#include "proxy/state.h"
 #include "proxy/upstream.h"
 
 #define PROXY_START_TIMEOUT_MS 2000 /* discovery at start must not delay listening */
@@ -106,8 +106,8 @@ struct proxy_opts {
     int64_t shutdown_delay_ms;
     const char *state_dir;     /* --state-dir, or NULL */
     int64_t state_interval_ms; /* --state-interval; 0 = only at shutdown */
-    const char *log_format;   /* --log-format: text, json */
-    int64_t log_request_rate; /* --log-request-rate: request log records per second */
+    const char *log_format;    /* --log-format: text, json */
+    int64_t log_request_rate;  /* --log-request-rate: request log records per second */
 };
 
 struct proxy {
