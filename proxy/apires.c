@@ -65,6 +65,24 @@ static const struct apires_kind builtin_kinds[] = {
     {"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "ReplicaSetList", true, true, "rs",
      ",\"spec\":{\"selector\":null," POD_TEMPLATE "},\"status\":{\"replicas\":0}",
      {"status.replicas:status.replicas|=0", NULL}, NULL},
+    {"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "DaemonSetList", true, true, "ds",
+     ",\"spec\":{\"selector\":null," POD_TEMPLATE ",\"updateStrategy\":{}},\"status\":{"
+     "\"currentNumberScheduled\":0,\"numberMisscheduled\":0,\"desiredNumberScheduled\":0,"
+     "\"numberReady\":0}", {NULL}, NULL},
+    {"policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
+     "PodDisruptionBudgetList", true, true, "pdb",
+     ",\"spec\":{},\"status\":{\"disruptionsAllowed\":0,\"currentHealthy\":0,"
+     "\"desiredHealthy\":0,\"expectedPods\":0}", {NULL}, NULL},
+    {"rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole",
+     "ClusterRoleList", false, true, "", ",\"rules\":null", {NULL}, NULL},
+    {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+     "ClusterRoleBinding", "ClusterRoleBindingList", false, true, "",
+     ",\"roleRef\":{\"apiGroup\":\"\",\"kind\":\"\",\"name\":\"\"}", {NULL}, NULL},
+    {"rbac.authorization.k8s.io", "v1", "roles", "role", "Role", "RoleList", true, true, "",
+     ",\"rules\":null", {NULL}, NULL},
+    {"rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding",
+     "RoleBindingList", true, true, "",
+     ",\"roleRef\":{\"apiGroup\":\"\",\"kind\":\"\",\"name\":\"\"}", {NULL}, NULL},
 };
 /* clang-format on */
 

@@ -241,6 +241,24 @@ static void default_containers(cJSON *spec, const char *key)
     }
 }
 
+/* defaultHostNetworkPorts: on the host's network a container port is also its host port. */
+static void default_host_ports(cJSON *spec, const char *key)
+{
+    cJSON *c;
+    cJSON *port;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, key))
+    {
+        cJSON_ArrayForEach(port, cJSON_GetObjectItemCaseSensitive(c, "ports"))
+        {
+            const cJSON *cp = cJSON_GetObjectItemCaseSensitive(port, "containerPort");
+            if (cJSON_IsObject(port) && cJSON_IsNumber(cp)) {
+                default_nonzero(port, "hostPort", cp->valuedouble);
+            }
+        }
+    }
+}
+
 /* SetDefaults_PodSpec and everything below it; a PodTemplateSpec's metadata and spec are
  * structs, printed even when empty. (SetDefaults_Pod's extras apply to Pods, not templates.) */
 static void default_pod_template(cJSON *tmpl)
@@ -262,6 +280,10 @@ static void default_pod_template(cJSON *tmpl)
     default_containers(spec, "initContainers");
     default_containers(spec, "containers");
     default_containers(spec, "ephemeralContainers");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "hostNetwork"))) {
+        default_host_ports(spec, "containers");
+        default_host_ports(spec, "initContainers");
+    }
     default_str(spec, "restartPolicy", "Always");
     default_num(spec, "terminationGracePeriodSeconds", 30);
     default_str(spec, "dnsPolicy", "ClusterFirst");
@@ -322,6 +344,72 @@ static void default_rc(cJSON *obj)
     default_num(spec, "replicas", 1);
     default_pod_template(tmpl); /* a pointer: only when sent */
     default_num(default_obj(obj, "status"), "replicas", 0);
+}
+
+/* Status counts without omitempty (NULL-ended <keys>): 0 when absent. */
+static void default_zeros(cJSON *status, const char *const *keys)
+{
+    for (size_t i = 0; keys[i] != NULL; i++) {
+        default_num(status, keys[i], 0);
+    }
+}
+
+/* apps/v1 SetDefaults_DaemonSet (RollingUpdate with maxUnavailable 1 and maxSurge 0,
+ * revisionHistoryLimit 10), the strategy's templateGeneration 1, which apps/v1 carries as the
+ * deprecated.daemonset.template.generation annotation, and the status Go prints for an empty
+ * DaemonSetStatus (its four counts have no omitempty). */
+static void default_daemonset(cJSON *obj)
+{
+    static const char *const ds_counts[] = {"currentNumberScheduled", "numberMisscheduled",
+                                            "desiredNumberScheduled", "numberReady", NULL};
+    cJSON *spec = default_obj(obj, "spec");
+    cJSON *strategy = default_obj(spec, "updateStrategy");
+    cJSON *annotations = tree_child_obj(tree_child_obj(obj, "metadata"), "annotations");
+
+    default_str(strategy, "type", "RollingUpdate");
+    if (strcmp(tree_str(strategy, "type"), "RollingUpdate") == 0) {
+        cJSON *ru = default_obj(strategy, "rollingUpdate");
+        default_num(ru, "maxUnavailable", 1);
+        default_num(ru, "maxSurge", 0);
+    }
+    default_num(spec, "revisionHistoryLimit", 10);
+    default_pod_template(default_obj(spec, "template"));
+    default_str(annotations, "deprecated.daemonset.template.generation", "1");
+    default_zeros(default_obj(obj, "status"), ds_counts);
+}
+
+/* policy/v1 has no defaulting; an empty PodDisruptionBudgetStatus prints four counts. */
+static void default_pdb(cJSON *obj)
+{
+    static const char *const counts[] = {"disruptionsAllowed", "currentHealthy", "desiredHealthy",
+                                         "expectedPods", NULL};
+
+    default_obj(obj, "spec");
+    default_zeros(default_obj(obj, "status"), counts);
+}
+
+/* rbac/v1 SetDefaults_Subject: a User's or Group's empty apiGroup is rbac.authorization.k8s.io
+ * (a ServiceAccount's stays ""). */
+static void default_subjects(cJSON *obj)
+{
+    cJSON *sub;
+
+    cJSON_ArrayForEach(sub, cJSON_GetObjectItemCaseSensitive(obj, "subjects"))
+    {
+        const char *kind = tree_str(sub, "kind");
+        if (cJSON_IsObject(sub) && tree_str(sub, "apiGroup")[0] == '\0' &&
+            (strcmp(kind, "User") == 0 || strcmp(kind, "Group") == 0)) {
+            tree_set_str(sub, "apiGroup", "rbac.authorization.k8s.io");
+        }
+    }
+}
+
+/* A (Cluster)Role's rules have no omitempty: absent, Go prints null. */
+static void default_rules(cJSON *obj)
+{
+    if (cJSON_GetObjectItemCaseSensitive(obj, "rules") == NULL) {
+        tree_set(obj, "rules", tree_must(cJSON_CreateNull()));
+    }
 }
 
 /* Sets labels[key] = value unless the key is there. */
@@ -479,6 +567,14 @@ bool defaults_apply(cJSON *obj, bool builtin, const char *uid)
         default_service(obj);
     } else if (strcmp(kind, "ServiceAccount") == 0) {
         default_service_account(obj);
+    } else if (strcmp(kind, "DaemonSet") == 0) {
+        default_daemonset(obj);
+    } else if (strcmp(kind, "PodDisruptionBudget") == 0) {
+        default_pdb(obj);
+    } else if (strcmp(kind, "ClusterRoleBinding") == 0 || strcmp(kind, "RoleBinding") == 0) {
+        default_subjects(obj);
+    } else if (strcmp(kind, "ClusterRole") == 0 || strcmp(kind, "Role") == 0) {
+        default_rules(obj);
     } else {
         return false;
     }

@@ -38,12 +38,16 @@
  * targetPort = port, externalTrafficPolicy Cluster when externally reachable,
  * internalTrafficPolicy Cluster, allocateLoadBalancerNodePorts true and status.loadBalancer
  * {} (its IPs and node ports come from alloc_service); a ServiceAccount's secret references
- * reduced to their names. Unlike kube-apiserver, whose strategies clear a status sent on
+ * reduced to their names; a DaemonSet's RollingUpdate strategy (maxUnavailable 1, maxSurge 0),
+ * revisionHistoryLimit 10, the deprecated.daemonset.template.generation "1" annotation and its
+ * status counts; a PodDisruptionBudget's status counts; a (Cluster)RoleBinding's User and
+ * Group subjects' apiGroup rbac.authorization.k8s.io; a (Cluster)Role's rules null when absent.
+ * A pod template on the host network gets hostPort = containerPort for each port without one. Unlike kube-apiserver, whose strategies clear a status sent on
  * create, the simulator keeps it (it has no controllers: tests and demos create objects in the
  * state they want to see); an empty one is printed as Go prints it.
  * Members are added where they fall; the caller puts the object in Go's member order.
- * Returns true when <obj> was one of those six workload kinds (the caller orders it with
- * proto_order), false otherwise (a Namespace included). Any thread.
+ * Returns true when <obj> was one of those kinds (the caller orders it with proto_order),
+ * false otherwise (a Namespace included). Any thread.
  */
 bool defaults_apply(cJSON *obj, bool builtin, const char *uid);
 

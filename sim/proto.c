@@ -569,6 +569,46 @@ PMSG(m_rs_status, "ReplicaSetStatus", F_I32K(1, "replicas"), F_I32(2, "fullyLabe
      F_I64(3, "observedGeneration"), F_MSGS(6, "conditions", m_replica_condition));
 PMSG(m_replicaset, "ReplicaSet", F_MSG(1, "metadata", m_object_meta), F_MSG(2, "spec", m_rs_spec),
      F_MSG(3, "status", m_rs_status));
+PMSG(m_ds_rolling_update, "RollingUpdateDaemonSet", F_IOS(1, "maxUnavailable"),
+     F_IOS(2, "maxSurge"));
+PMSG(m_ds_strategy, "DaemonSetUpdateStrategy", F_STR(1, "type"),
+     F_MSG(2, "rollingUpdate", m_ds_rolling_update));
+PMSG(m_ds_spec, "DaemonSetSpec", F_MSG(1, "selector", m_label_selector),
+     F_MSG(2, "template", m_pod_template), F_MSG(3, "updateStrategy", m_ds_strategy),
+     F_I32(4, "minReadySeconds"), F_I32K(6, "revisionHistoryLimit"));
+PMSG(m_ds_condition, "DaemonSetCondition", F_STRK(1, "type"), F_STRK(2, "status"),
+     F_TIME(3, "lastTransitionTime"), F_STR(4, "reason"), F_STR(5, "message"));
+PMSG(m_ds_status, "DaemonSetStatus", F_I32K(1, "currentNumberScheduled"),
+     F_I32K(2, "numberMisscheduled"), F_I32K(3, "desiredNumberScheduled"), F_I32K(4, "numberReady"),
+     F_I64(5, "observedGeneration"), F_I32(6, "updatedNumberScheduled"),
+     F_I32(7, "numberAvailable"), F_I32(8, "numberUnavailable"), F_I32K(9, "collisionCount"),
+     F_MSGS(10, "conditions", m_ds_condition));
+PMSG(m_daemonset, "DaemonSet", F_MSG(1, "metadata", m_object_meta), F_MSG(2, "spec", m_ds_spec),
+     F_MSG(3, "status", m_ds_status));
+
+/* policy/v1 (PodDisruptionBudgetStatus.disruptedPods, a map of times, is not in the table: it is
+ * skipped on the wire and kept where it falls in JSON) */
+PMSG(m_pdb_spec, "PodDisruptionBudgetSpec", F_IOS(1, "minAvailable"),
+     F_MSG(2, "selector", m_label_selector), F_IOS(3, "maxUnavailable"),
+     F_STRK(4, "unhealthyPodEvictionPolicy"));
+PMSG(m_pdb_status, "PodDisruptionBudgetStatus", F_I64(1, "observedGeneration"),
+     F_I32K(3, "disruptionsAllowed"), F_I32K(4, "currentHealthy"), F_I32K(5, "desiredHealthy"),
+     F_I32K(6, "expectedPods"), F_MSGS(7, "conditions", m_condition));
+PMSG(m_pdb, "PodDisruptionBudget", F_MSG(1, "metadata", m_object_meta),
+     F_MSG(2, "spec", m_pdb_spec), F_MSG(3, "status", m_pdb_status));
+
+/* rbac.authorization.k8s.io/v1 */
+PMSG(m_policy_rule, "PolicyRule", F_STRS(1, "verbs"), F_STRS(2, "apiGroups"),
+     F_STRS(3, "resources"), F_STRS(4, "resourceNames"), F_STRS(5, "nonResourceURLs"));
+PMSG(m_aggregation_rule, "AggregationRule", F_MSGS(1, "clusterRoleSelectors", m_label_selector));
+PMSG(m_cluster_role, "ClusterRole", F_MSG(1, "metadata", m_object_meta),
+     F_MSGS(2, "rules", m_policy_rule), F_MSG(3, "aggregationRule", m_aggregation_rule));
+PMSG(m_role, "Role", F_MSG(1, "metadata", m_object_meta), F_MSGS(2, "rules", m_policy_rule));
+PMSG(m_subject, "Subject", F_STRK(1, "kind"), F_STR(2, "apiGroup"), F_STRK(3, "name"),
+     F_STR(4, "namespace"));
+PMSG(m_role_ref, "RoleRef", F_STRK(1, "apiGroup"), F_STRK(2, "kind"), F_STRK(3, "name"));
+PMSG(m_role_binding, "RoleBinding", F_MSG(1, "metadata", m_object_meta),
+     F_MSGS(2, "subjects", m_subject), F_MSG(3, "roleRef", m_role_ref));
 
 /* batch/v1 */
 PMSG(m_job_condition, "JobCondition", F_STRK(1, "type"), F_STRK(2, "status"),
@@ -613,6 +653,12 @@ static const struct {
     {"v1", "ReplicationController", &m_rc},
     {"apps/v1", "Deployment", &m_deployment},
     {"apps/v1", "ReplicaSet", &m_replicaset},
+    {"apps/v1", "DaemonSet", &m_daemonset},
+    {"policy/v1", "PodDisruptionBudget", &m_pdb},
+    {"rbac.authorization.k8s.io/v1", "ClusterRole", &m_cluster_role},
+    {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &m_role_binding},
+    {"rbac.authorization.k8s.io/v1", "Role", &m_role},
+    {"rbac.authorization.k8s.io/v1", "RoleBinding", &m_role_binding},
     {"batch/v1", "Job", &m_job},
 };
 

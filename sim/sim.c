@@ -1420,7 +1420,13 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
                                            "batch/v1/jobs",
                                            "certificates.k8s.io/v1/certificatesigningrequests",
                                            "apps/v1/deployments",
-                                           "apps/v1/replicasets"};
+                                           "apps/v1/replicasets",
+                                           "apps/v1/daemonsets",
+                                           "policy/v1/poddisruptionbudgets",
+                                           "rbac.authorization.k8s.io/v1/clusterroles",
+                                           "rbac.authorization.k8s.io/v1/clusterrolebindings",
+                                           "rbac.authorization.k8s.io/v1/roles",
+                                           "rbac.authorization.k8s.io/v1/rolebindings"};
     struct sim *s = xcalloc(1, sizeof(*s));
     struct http_server_opts hso = {0};
 

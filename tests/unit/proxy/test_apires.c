@@ -38,6 +38,12 @@ static const struct {
      "csr"},
     {"apps", "v1", "deployments", "Deployment", true, "deploy"},
     {"apps", "v1", "replicasets", "ReplicaSet", true, "rs"},
+    {"apps", "v1", "daemonsets", "DaemonSet", true, "ds"},
+    {"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, "pdb"},
+    {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, ""},
+    {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, ""},
+    {"rbac.authorization.k8s.io", "v1", "roles", "Role", true, ""},
+    {"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, ""},
 };
 
 #define N_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
@@ -175,6 +181,19 @@ Test(apires, bookmark_bodies_are_what_go_prints_for_an_empty_object)
         {"batch", "jobs",
          ",\"spec\":{\"template\":{\"metadata\":{},\"spec\":{\"containers\":null}}},"
          "\"status\":{}"},
+        {"apps", "daemonsets",
+         ",\"spec\":{\"selector\":null,\"template\":{\"metadata\":{},\"spec\":{"
+         "\"containers\":null}},\"updateStrategy\":{}},\"status\":{\"currentNumberScheduled\":0,"
+         "\"numberMisscheduled\":0,\"desiredNumberScheduled\":0,\"numberReady\":0}"},
+        {"policy", "poddisruptionbudgets",
+         ",\"spec\":{},\"status\":{\"disruptionsAllowed\":0,\"currentHealthy\":0,"
+         "\"desiredHealthy\":0,\"expectedPods\":0}"},
+        {"rbac.authorization.k8s.io", "clusterroles", ",\"rules\":null"},
+        {"rbac.authorization.k8s.io", "roles", ",\"rules\":null"},
+        {"rbac.authorization.k8s.io", "clusterrolebindings",
+         ",\"roleRef\":{\"apiGroup\":\"\",\"kind\":\"\",\"name\":\"\"}"},
+        {"rbac.authorization.k8s.io", "rolebindings",
+         ",\"roleRef\":{\"apiGroup\":\"\",\"kind\":\"\",\"name\":\"\"}"},
     };
 
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

@@ -1,6 +1,7 @@
 /*
  * test_defaults.c - sim/defaults: kube-apiserver's v1 defaulting of the workload kinds
- * (Deployment, ReplicaSet, ReplicationController, Job, Service, ServiceAccount) in Go's member
+ * (Deployment, ReplicaSet, ReplicationController, Job, Service, ServiceAccount,
+ * DaemonSet, PodDisruptionBudget and the rbac kinds) in Go's member
  * order, and a Namespace's create strategy, as a create through objects_prepare_create
  * shows them.
  */
@@ -339,4 +340,93 @@ Test(defaults, workload_without_spec_gets_one_and_generation_1)
         cr_assert_eq(AT_NUM(obj, "metadata", "generation", NULL), 1, "%s", workloads[i][0]);
         cJSON_Delete(obj);
     }
+}
+
+/* apps/v1 SetDefaults_DaemonSet and the strategy's annotation; on the host network a container
+ * port is also its host port (defaultHostNetworkPorts). */
+Test(defaults, daemonset_gets_kube_defaults_in_go_order)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\",\"metadata\":{"
+                        "\"name\":\"ds\"},\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},"
+                        "\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{"
+                        "\"hostNetwork\":true,\"containers\":[{\"image\":\"kwp:dev\",\"name\":"
+                        "\"kwp\",\"ports\":[{\"containerPort\":10262,\"name\":\"https\"}]}]}}}}",
+                        "daemonsets", "kwp-system", NULL, 5, &out, NULL, 0),
+                 0);
+    cr_assert_str_eq(
+        out,
+        "{\"kind\":\"DaemonSet\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"ds\","
+        "\"namespace\":\"kwp-system\",\"uid\":\"u-1\",\"resourceVersion\":\"5\",\"generation\":1,"
+        "\"creationTimestamp\":\"" CREATED "\",\"annotations\":{"
+        "\"deprecated.daemonset.template.generation\":\"1\"}},\"spec\":{\"selector\":{"
+        "\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"kwp\",\"image\":\"kwp:dev\",\"ports\":[{\"name\":"
+        "\"https\",\"hostPort\":10262,\"containerPort\":10262,\"protocol\":\"TCP\"}],"
+        "\"resources\":{}," DEFAULTED_CONTAINER_TAIL ",\"imagePullPolicy\":\"IfNotPresent\"}],"
+        "\"restartPolicy\":\"Always\",\"terminationGracePeriodSeconds\":30,\"dnsPolicy\":"
+        "\"ClusterFirst\",\"hostNetwork\":true,\"securityContext\":{},\"schedulerName\":"
+        "\"default-scheduler\"}},\"updateStrategy\":{\"type\":\"RollingUpdate\","
+        "\"rollingUpdate\":{\"maxUnavailable\":1,\"maxSurge\":0}},\"revisionHistoryLimit\":10},"
+        "\"status\":{\"currentNumberScheduled\":0,\"numberMisscheduled\":0,"
+        "\"desiredNumberScheduled\":0,\"numberReady\":0}}");
+    free(out);
+}
+
+Test(defaults, poddisruptionbudget_prints_its_status_counts)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
+                        "\"metadata\":{\"name\":\"p\"},\"spec\":{\"selector\":{\"matchLabels\":{"
+                        "\"a\":\"b\"}},\"maxUnavailable\":1}}",
+                        "poddisruptionbudgets", "ns", NULL, 4, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"generation\":1,") != NULL, "%s", out);
+    cr_assert(strstr(out, "\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},"
+                          "\"maxUnavailable\":1},\"status\":{\"disruptionsAllowed\":0,"
+                          "\"currentHealthy\":0,\"desiredHealthy\":0,\"expectedPods\":0}}") != NULL,
+              "%s", out);
+    free(out);
+}
+
+/* rbac/v1 SetDefaults_Subject; a (Cluster)Role has no spec, so no generation. */
+Test(defaults, rbac_subjects_get_their_api_group_and_rules_print_null)
+{
+    char *out;
+
+    cr_assert_eq(create("{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":"
+                        "\"ClusterRoleBinding\",\"metadata\":{\"name\":\"b\"},\"roleRef\":{"
+                        "\"name\":\"r\",\"kind\":\"ClusterRole\",\"apiGroup\":"
+                        "\"rbac.authorization.k8s.io\"},\"subjects\":[{\"kind\":"
+                        "\"ServiceAccount\",\"name\":\"kwp\",\"namespace\":\"kwp-system\"},{"
+                        "\"kind\":\"Group\",\"name\":\"devs\"},{\"kind\":\"User\",\"name\":\"u\","
+                        "\"apiGroup\":\"x\"}]}",
+                        "clusterrolebindings", NULL, NULL, 4, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"generation\"") == NULL, "%s", out);
+    cr_assert(strstr(out,
+                     "\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"kwp\","
+                     "\"namespace\":\"kwp-system\"},{\"kind\":\"Group\",\"apiGroup\":"
+                     "\"rbac.authorization.k8s.io\",\"name\":\"devs\"},{\"kind\":\"User\","
+                     "\"apiGroup\":\"x\",\"name\":\"u\"}],\"roleRef\":{\"apiGroup\":"
+                     "\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"r\"}}") !=
+                  NULL,
+              "%s", out);
+    free(out);
+    cr_assert_eq(create("{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\","
+                        "\"metadata\":{\"name\":\"r\"}}",
+                        "clusterroles", NULL, NULL, 4, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"rules\":null}") != NULL, "%s", out);
+    free(out);
+    cr_assert_eq(create("{\"kind\":\"Role\",\"metadata\":{\"name\":\"r\"},\"rules\":[{"
+                        "\"resources\":[\"pods\"],\"apiGroups\":[\"\"],\"verbs\":[\"get\"]}]}",
+                        "roles", "ns", NULL, 4, &out, NULL, 0),
+                 0);
+    cr_assert(strstr(out, "\"rules\":[{\"verbs\":[\"get\"],\"apiGroups\":[\"\"],"
+                          "\"resources\":[\"pods\"]}]}") != NULL,
+              "%s", out);
+    free(out);
 }
