@@ -120,12 +120,28 @@ static bool valid_segment(const char *s, size_t len)
     return true;
 }
 
+/* A Kind as Go names it: an upper-case letter, then letters and digits, at most 63. */
+static bool valid_kind(const char *s)
+{
+    size_t len = strlen(s);
+
+    if (len == 0 || len > 63 || !isupper((unsigned char)s[0])) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (!isalnum((unsigned char)s[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned)
 {
-    char group[128], version[64], plural[64], scope[16] = "";
-    const char *s1, *s2, *colon;
+    char group[128], version[64], plural[64], scope[16] = "", kind[64] = "";
+    const char *s1, *s2, *colon, *kcolon;
     const struct apires_kind *b;
-    size_t glen, vlen, plen, singlen;
+    size_t glen, vlen, plen, singlen, klen;
     char *buf, *p;
 
     *owned = NULL;
@@ -160,12 +176,22 @@ int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned)
     memcpy(plural, s2 + 1, plen);
     plural[plen] = '\0';
     if (colon) {
-        if (strlen(colon + 1) >= sizeof(scope)) {
+        size_t slen;
+        kcolon = strchr(colon + 1, ':');
+        slen = kcolon ? (size_t)(kcolon - colon - 1) : strlen(colon + 1);
+        if (slen >= sizeof(scope) || (kcolon && strlen(kcolon + 1) >= sizeof(kind))) {
             return -EINVAL;
         }
-        memcpy(scope, colon + 1, strlen(colon + 1) + 1);
+        memcpy(scope, colon + 1, slen);
+        scope[slen] = '\0';
         if (strcmp(scope, "namespaced") != 0 && strcmp(scope, "cluster") != 0) {
             return -EINVAL;
+        }
+        if (kcolon) {
+            memcpy(kind, kcolon + 1, strlen(kcolon + 1) + 1);
+            if (!valid_kind(kind)) {
+                return -EINVAL;
+            }
         }
     }
     b = apires_builtin(group, version, plural);
@@ -173,9 +199,11 @@ int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned)
         *out = *b;
         return 0;
     }
-    /* group, version, plural, singular, kind, listKind in one buffer */
+    /* group, version, plural, singular, kind, listKind in one buffer; a Kind given is the
+     * CRD's, whose singular defaults to it in lower case */
     singlen = plen > 1 && plural[plen - 1] == 's' ? plen - 1 : plen;
-    buf = xmalloc(glen + vlen + plen + 3 * singlen + 4 * 2 + 16);
+    klen = kind[0] ? strlen(kind) : singlen;
+    buf = xmalloc(glen + vlen + plen + singlen + 3 * klen + 16);
     p = buf;
     memcpy(p, group, glen + 1);
     out->group = p;
@@ -186,12 +214,23 @@ int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned)
     memcpy(p, plural, plen + 1);
     out->plural = p;
     p += plen + 1;
-    memcpy(p, plural, singlen);
-    p[singlen] = '\0';
     out->singular = p;
-    p += singlen + 1;
+    if (kind[0]) {
+        for (size_t i = 0; i < klen; i++) {
+            *p++ = (char)tolower((unsigned char)kind[i]);
+        }
+        *p++ = '\0';
+        out->kind = p;
+        memcpy(p, kind, klen);
+        p += klen;
+        singlen = 0; /* the loop below has nothing to add */
+    } else {
+        memcpy(p, plural, singlen);
+        p[singlen] = '\0';
+        p += singlen + 1;
+        out->kind = p;
+    }
     /* Kind: CamelCase of the singular, dashes and dots dropped */
-    out->kind = p;
     for (size_t i = 0, up = 1; i < singlen; i++) {
         char c = plural[i];
         if (c == '-' || c == '.') {

@@ -88,10 +88,11 @@ const struct apires_kind *apires_builtin(const char *group, const char *version,
 const struct apires_kind *apires_builtin_table(size_t *n);
 
 /*
- * Describes a resource from a spec "group/version/plural[:namespaced|:cluster]" (core:
- * "v1/plural" or "/v1/plural"). Built-ins keep their table entry (scope suffix ignored);
- * others get kind = CamelCase singular (plural minus a trailing "s"), namespaced unless
- * ":cluster", builtin=false. Returns 0 or -EINVAL.
+ * Describes a resource from a spec "group/version/plural[:namespaced|:cluster[:Kind]]" (core:
+ * "v1/plural" or "/v1/plural"). Built-ins keep their table entry (suffixes ignored); others
+ * get kind = the Kind given (an upper-case letter, then letters and digits; singular = it in
+ * lower case, as a CRD's default) or else CamelCase singular (plural minus a trailing "s"),
+ * namespaced unless ":cluster", builtin=false. Returns 0 or -EINVAL.
  */
 int apires_parse_spec(const char *spec, struct apires_kind *out, char **owned);
 

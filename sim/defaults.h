@@ -42,12 +42,12 @@
  * revisionHistoryLimit 10, the deprecated.daemonset.template.generation "1" annotation and its
  * status counts; a PodDisruptionBudget's status counts; a (Cluster)RoleBinding's User and
  * Group subjects' apiGroup rbac.authorization.k8s.io; a (Cluster)Role's rules null when absent.
- * A pod template on the host network gets hostPort = containerPort for each port without one. Unlike kube-apiserver, whose strategies clear a status sent on
- * create, the simulator keeps it (it has no controllers: tests and demos create objects in the
- * state they want to see); an empty one is printed as Go prints it.
- * Members are added where they fall; the caller puts the object in Go's member order.
- * Returns true when <obj> was one of those kinds (the caller orders it with proto_order),
- * false otherwise (a Namespace included). Any thread.
+ * A pod template on the host network gets hostPort = containerPort for each port without one.
+ * Unlike kube-apiserver, whose strategies clear a status sent on create, the simulator keeps it (it
+ * has no controllers: tests and demos create objects in the state they want to see); an empty one
+ * is printed as Go prints it. Members are added where they fall; the caller puts the object in Go's
+ * member order. Returns true when <obj> was one of those kinds (the caller orders it with
+ * proto_order), false otherwise (a Namespace included). Any thread.
  */
 bool defaults_apply(cJSON *obj, bool builtin, const char *uid);
 

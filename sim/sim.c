@@ -530,6 +530,30 @@ static void sim_create(struct sim *s, struct http_req *req, struct apires *ar,
     blob_unref(b);
 }
 
+/*
+ * True when <obj>, at <old>'s resourceVersion, prints exactly as <old>: an update that changes
+ * nothing, which etcd3's GuaranteedUpdate answers with the stored object and no write (same
+ * resourceVersion, no watch event; kubectl apply's no-op patches, e.g. the replace-strategy
+ * selector of a PodDisruptionBudget it always sends). Leaves <obj> as it was. Under lock.
+ */
+static bool update_is_noop(const struct apires *ar, cJSON *obj, const struct blob *old)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON *rv = cJSON_DetachItemFromObjectCaseSensitive(meta, "resourceVersion");
+    struct blob *b = NULL;
+    bool same = false;
+
+    if (rv == NULL) {
+        return false;
+    }
+    cJSON_AddItemToObject(meta, "resourceVersion", cJSON_CreateString(old->rv_str));
+    b = to_blob(ar, obj);
+    same = b != NULL && b->len == old->len && memcmp(b->data, old->data, b->len) == 0;
+    blob_unref(b);
+    cJSON_ReplaceItemInObjectCaseSensitive(meta, "resourceVersion", rv);
+    return same;
+}
+
 /* Replaces the object at <key> with <obj> (PUT, PATCH). */
 static void finish_update(struct sim *s, struct http_req *req, struct apires *ar,
                           const struct k8s_path *p, cJSON *obj, const struct blob *old,
@@ -538,6 +562,11 @@ static void finish_update(struct sim *s, struct http_req *req, struct apires *ar
     struct blob *b;
     int rc;
 
+    if (!s->o.stamp && update_is_noop(ar, obj, old)) {
+        pthread_mutex_unlock(&s->lock);
+        reply_object(req, 200, ar, old);
+        return;
+    }
     stamp(s, obj);
     b = to_blob(ar, obj);
     if (!b) {
@@ -1391,7 +1420,8 @@ static int add_resource(struct sim *s, const char *spec, char *err, size_t err_l
 
     if (apires_parse_spec(spec, &k, &owned) != 0) {
         snprintf(err, err_len,
-                 "invalid --resource %s: want group/version/plural[:namespaced|:cluster]", spec);
+                 "invalid --resource %s: want group/version/plural[:namespaced|:cluster[:Kind]]",
+                 spec);
         return -EINVAL;
     }
     if (registry_find(s->reg, k.group, k.version, k.plural)) {
@@ -1551,7 +1581,7 @@ int sim_main(int argc, char **argv)
          "end a watch whose next event has waited this long; 0 = only when it leaves the history "
          "(default 10s)"},
         {"resource", CFG_LIST, &o.resources, 0, 0,
-         "serve one more resource group/version/plural[:namespaced|:cluster] (repeatable)"},
+         "serve one more resource group/version/plural[:namespaced|:cluster[:Kind]] (repeatable)"},
         {"stamp", CFG_BOOL, &o.stamp, 0, 0,
          "annotate every change with kwp.io/stamp-ns (wall clock ns) for kwp load"},
         {"object-bytes", CFG_SIZE, &o.object_bytes, 0, 16 * 1024 * 1024,

@@ -44,7 +44,7 @@ struct sim_opts {
     const char *client_ca_file;      /* verify client certificates against this PEM CA */
     const char *authorization_rules; /* the rule file (sim/rbac.h); none: allow everything */
     bool anonymous_auth;             /* unauthenticated requests are system:anonymous */
-    struct config_list resources;    /* extra group/version/plural[:namespaced|:cluster] */
+    struct config_list resources;    /* extra group/version/plural[:namespaced|:cluster[:Kind]] */
 };
 
 /* Fills <o> with the defaults. */

@@ -1,10 +1,10 @@
 # lib.sh - shared helpers of the real-client tests (sourced, not run): ok/bad/verdict (PASS/FAIL
-# lines and counts), need_exec, stop_pid, start_kwp, wait_ready, start_sim_proxy and kwp_finish. The caller
-# sets KWP_BIN and TMP (a fresh directory) before sourcing it, and, to use start_kwp/kwp_finish,
-# installs `trap kwp_finish EXIT`. At exit, clients stop before the servers they talk to: an
-# optional kwp_before_finish function runs first, then every variable named in STOP_FIRST that
-# holds a PID (a script empties it once it stopped that process itself) is stopped. Only
-# processes started here are signalled, by PID.
+# lines and counts), need_exec, stop_pid, start_kwp, wait_ready, start_sim_proxy,
+# write_kubeconfig and kwp_finish. The caller sets KWP_BIN and TMP (a fresh directory) before
+# sourcing it, and, to use start_kwp/kwp_finish, installs `trap kwp_finish EXIT`. At exit,
+# clients stop before the servers they talk to: an optional kwp_before_finish function runs
+# first, then every variable named in STOP_FIRST that holds a PID (a script empties it once it
+# stopped that process itself) is stopped. Only processes started here are signalled, by PID.
 
 # A proxy stopped here exits at once, run by ctest (which sets it too) or by hand: stop_pid
 # waits 5 s, the default --shutdown-delay.
@@ -172,4 +172,23 @@ start_sim_proxy() {
       "$(tail -n 20 "$TMP/proxy.log")"
     exit 1
   fi
+}
+
+# write_kubeconfig FILE SERVER [NAMESPACE]: a kubeconfig for SERVER with an anonymous user (the
+# context's namespace NAMESPACE, default "default").
+write_kubeconfig() {
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: sim
+  cluster: {server: "$2"}
+contexts:
+- name: sim
+  context: {cluster: sim, user: anon, namespace: ${3:-default}}
+current-context: sim
+users:
+- name: anon
+  user: {}
+EOF
 }

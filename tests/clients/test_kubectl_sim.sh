@@ -39,20 +39,7 @@ fi
 start_kwp sim sim --listen 127.0.0.1:0 --objects "$SEEDED" --namespaces 3 --seed 3 --churn 0
 ok "kwp sim listening on $URL"
 
-cat >"$TMP/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: sim
-  cluster: {server: "$URL"}
-contexts:
-- name: sim
-  context: {cluster: sim, user: anon, namespace: $NS}
-current-context: sim
-users:
-- name: anon
-  user: {}
-EOF
+write_kubeconfig "$TMP/kubeconfig" "$URL" "$NS"
 
 kc() {
   timeout 30 "$KUBECTL" --kubeconfig "$TMP/kubeconfig" --cache-dir "$TMP/cache" \

@@ -452,6 +452,13 @@ Test(sim, create_get_update_patch_delete_configmap, .timeout = SIM_TEST_TIMEOUT_
                    cJSON_PrintUnformatted(j));
     cJSON_Delete(j);
 
+    /* A PATCH that changes nothing writes nothing (etcd3 GuaranteedUpdate): same RV, same
+     * revision, the stored object answered. */
+    req(&s, "PATCH", path, "application/merge-patch+json", "{\"data\":{\"k2\":\"z\"}}", &r);
+    cr_assert_eq(api_written_rv(&r, 200, "no-op patch", &j), rv4, "a no-op patch keeps the RV");
+    cJSON_Delete(j);
+    cr_assert_eq(api_sim_stat(s.url, "revision"), rv4, "a no-op patch does not bump the revision");
+
     /* Strategic merge patch is accepted (treated as a merge patch). */
     req(&s, "PATCH", path, "application/strategic-merge-patch+json", "{\"data\":{\"k3\":\"s\"}}",
         &r);

@@ -247,6 +247,15 @@ Test(apires, a_custom_resource_gets_kind_singular_and_list_kind_from_its_plural)
         {"example.com/v1/s", "example.com", "v1", "s", "s", "S", "SList", true},
         {"v1/widgets", "", "v1", "widgets", "widget", "Widget", "WidgetList", true},
         {"/v2/gadgets:cluster", "", "v2", "gadgets", "gadget", "Gadget", "GadgetList", false},
+        /* a Kind given: the CRD's; singular its lower case */
+        {"monitoring.coreos.com/v1/servicemonitors:namespaced:ServiceMonitor",
+         "monitoring.coreos.com", "v1", "servicemonitors", "servicemonitor", "ServiceMonitor",
+         "ServiceMonitorList", true},
+        {"x.io/v1/ps:cluster:Policy2", "x.io", "v1", "ps", "policy2", "Policy2", "Policy2List",
+         false},
+        {"x.io/v1/s:cluster:ALongerKindThanThePlural", "x.io", "v1", "s",
+         "alongerkindthantheplural", "ALongerKindThanThePlural", "ALongerKindThanThePluralList",
+         false},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -289,9 +298,15 @@ Test(apires, malformed_specs_are_rejected)
         "example.com/v1/wid gets", /* space */
         "example.com/v1/a/b",      /* a fourth segment */
         "example.com/v1/widgets:", /* empty scope */
-        "example.com/v1/widgets:global",
-        "example.com/v1/widgets:Cluster",
+        "example.com/v1/widgets:global", "example.com/v1/widgets:Cluster",
         "example.com/v1/widgets:clusterclusterclu", /* longer than any scope */
+        "example.com/v1/widgets:namespaced:",       /* empty Kind */
+        "example.com/v1/widgets:namespaced:widget", /* lower-case Kind */
+        "example.com/v1/widgets:namespaced:Wid-get", "example.com/v1/widgets:namespaced:A:B",
+        "example.com/v1/widgets:Widget", /* a Kind without the scope */
+        "example.com/v1/"
+        "widgets:cluster:Aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        /* 64 */
         "example.com/v1/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 64 */
     };
 

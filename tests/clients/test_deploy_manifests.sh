@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# test_deploy_manifests.sh - deploy/ renders, holds what README "Deploying" promises, and
+# applies: `kubectl kustomize` of the base (deploy/), both overlays and the base with its
+# optional components; render-only checks on what each one must carry (the restricted Pod
+# Security fields, probes, rollout, RBAC, auth, upstream of the second tier); then kubectl
+# 1.32 applies every render to `kwp sim` (port 0; the cert-manager and prometheus-operator kinds
+# given to it with --resource) and reads every object back, and the Deployment's and the
+# DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https.
+#
+# `kwp sim` serves no OpenAPI, so kubectl apply runs with --validate=false (with validation on
+# it stops at "failed to download openapi"). kubectl apply creates with GET (404) then POST and
+# updates with PATCH; the simulator treats a strategic merge patch as a JSON merge patch, so the
+# update checked here changes a scalar (replicas) only.
+#
+# Environment: KWP_BIN (default build/kwp), KUBECTL (default /usr/bin/kubectl), KWP_SRC (the
+# source tree, default the script's ../..), DEPLOY_DIR (default $KWP_SRC/deploy: point it at a
+# changed copy to see the checks fail). Prints PASS/FAIL lines and ends with "N passed, N
+# failed"; exits non-zero on any failure. Only processes this script started are signalled.
+set -uo pipefail
+
+KWP_BIN="${KWP_BIN:-build/kwp}"
+KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
+KWP_SRC="${KWP_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+DEPLOY_DIR="${DEPLOY_DIR:-$KWP_SRC/deploy}"
+PY=/usr/bin/python3 # Debian's, with python3-yaml (a dependency of python3-kubernetes)
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-deploy-XXXXXX")"
+
+# ok, bad, verdict, stop_pid, start_kwp, wait_ready, write_kubeconfig, kwp_finish
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap kwp_finish EXIT
+
+for tool in "$KUBECTL" "$KWP_BIN" "$PY"; do
+  if [ ! -x "$tool" ]; then
+    bad "$tool is executable" "set KWP_BIN / KUBECTL"
+    exit 1
+  fi
+done
+if ! "$PY" -c 'import yaml' 2>/dev/null; then
+  bad "python3-yaml importable by $PY" "apt-get install python3-yaml"
+  exit 1
+fi
+
+# ---- render ----------------------------------------------------------------------------------
+# name:directory under DEPLOY_DIR
+RENDERS=(base:. node-local:overlays/node-local second-tier:overlays/second-tier
+  components:examples/base-with-components)
+for r in "${RENDERS[@]}"; do
+  name="${r%%:*}"
+  dir="${r#*:}"
+  "$KUBECTL" kustomize "$DEPLOY_DIR/$dir" >"$TMP/$name.yaml" 2>"$TMP/$name.err"
+  rc=$?
+  # YAML to one JSON array of the documents
+  "$PY" -c 'import sys, yaml, json; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d], sys.stdout)' \
+    <"$TMP/$name.yaml" >"$TMP/$name.json" 2>>"$TMP/$name.err"
+  n=$(jq length "$TMP/$name.json" 2>/dev/null || echo 0)
+  verdict "kubectl kustomize deploy/$dir renders ($n objects)" \
+    "$([ "$rc" -eq 0 ] && [ "$n" -gt 0 ] && echo 1)" "rc=$rc: $(head -c 600 "$TMP/$name.err")"
+  [ "$rc" -eq 0 ] && [ "$n" -gt 0 ] || exit 1
+done
+
+# check NAME RENDER JQ: PASS when the jq program JQ, run on the render's JSON array, prints true.
+check() {
+  local name="$1" render="$2" prog="$3" got
+  got="$(jq -r "$prog" "$TMP/$render.json" 2>&1)"
+  verdict "$name" "$([ "$got" = true ] && echo 1)" "jq printed: $(printf '%s' "$got" | head -c 400)"
+}
+
+# jq helpers: the one object of a kind (and name), and a pod template's one container
+JQ_DEFS='
+def obj($k): [.[] | select(.kind == $k)] | if length == 1 then .[0] else error("\(length) \($k)s") end;
+def ctr: .spec.template.spec.containers | if length == 1 then .[0] else error("containers") end;
+def restricted:
+  (.spec.template.spec.securityContext as $p | ctr.securityContext as $c |
+   ($p.runAsNonRoot == true or $c.runAsNonRoot == true) and
+   ($p.runAsUser == 65532 or $c.runAsUser == 65532) and
+   ($p.seccompProfile.type == "RuntimeDefault" or $c.seccompProfile.type == "RuntimeDefault") and
+   $c.allowPrivilegeEscalation == false and $c.readOnlyRootFilesystem == true and
+   $c.capabilities.drop == ["ALL"] and ($c.capabilities.add // []) == []);
+def arg($a): ctr.args | index($a) != null;
+def argval($f): [ctr.args[] | select(startswith($f + "="))] | if length == 1 then .[0][($f | length) + 1:] else null end;
+'
+
+# ---- render-only checks: the base ------------------------------------------------------------
+check "base: exactly Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Service, Deployment, PodDisruptionBudget" base \
+  '[.[].kind] | sort == ["ClusterRole","ClusterRoleBinding","Deployment","Namespace","PodDisruptionBudget","Service","ServiceAccount"]'
+check "base: every namespaced object is in kwp-system" base \
+  '[.[] | select(.kind | IN("Namespace","ClusterRole","ClusterRoleBinding") | not) | .metadata.namespace] | all(. == "kwp-system")'
+check "base: Deployment has the restricted securityContext (runAsNonRoot, runAsUser 65532, seccomp RuntimeDefault, no privilege escalation, drop ALL, read-only root)" base \
+  "$JQ_DEFS"'obj("Deployment") | restricted'
+check "base: Deployment runs 2+ replicas spread across nodes" base \
+  "$JQ_DEFS"'obj("Deployment") | .spec.replicas >= 2 and ([.spec.template.spec.topologySpreadConstraints[]? | select(.topologyKey == "kubernetes.io/hostname" and .whenUnsatisfiable == "DoNotSchedule")] | length == 1)'
+check "base: rolling update maxUnavailable 0, maxSurge 1" base \
+  "$JQ_DEFS"'obj("Deployment") | .spec.strategy.type == "RollingUpdate" and .spec.strategy.rollingUpdate.maxUnavailable == 0 and .spec.strategy.rollingUpdate.maxSurge == 1'
+check "base: readiness on /readyz and liveness on /livez, over https" base \
+  "$JQ_DEFS"'obj("Deployment") | ctr | .readinessProbe.httpGet.path == "/readyz" and .readinessProbe.httpGet.scheme == "HTTPS" and .livenessProbe.httpGet.path == "/livez" and .livenessProbe.httpGet.scheme == "HTTPS"'
+check "base: cpu and memory requests and a memory limit" base \
+  "$JQ_DEFS"'obj("Deployment") | ctr.resources | (.requests.cpu and .requests.memory and .limits.memory) != null'
+check "base: kwp proxy with --auth=delegated and the serving certificate from Secret kwp-serving-cert" base \
+  "$JQ_DEFS"'obj("Deployment") | (ctr.args[0] == "proxy") and arg("--auth=delegated") and
+    (argval("--tls-cert-file") | startswith("/etc/kwp/tls/")) and (argval("--tls-key-file") | startswith("/etc/kwp/tls/")) and
+    ([.spec.template.spec.volumes[] | select(.secret.secretName == "kwp-serving-cert") | .name] as $v |
+     [ctr.volumeMounts[] | select(.name == $v[0] and .mountPath == "/etc/kwp/tls" and .readOnly == true)] | length == 1)'
+check "base: image is the placeholder kwp:dev" base "$JQ_DEFS"'obj("Deployment") | ctr.image == "kwp:dev"'
+check "base: terminationGracePeriodSeconds above kwp's --shutdown-delay (default 5 s)" base \
+  "$JQ_DEFS"'obj("Deployment") | (argval("--shutdown-delay") // "5s") as $d |
+    ($d | capture("^(?<n>[0-9]+)s$").n | tonumber) < .spec.template.spec.terminationGracePeriodSeconds'
+check "base: scrape annotations name the https port" base \
+  "$JQ_DEFS"'obj("Deployment") | .spec.template.metadata.annotations as $a |
+    $a["prometheus.io/scrape"] == "true" and $a["prometheus.io/scheme"] == "https" and
+    ($a["prometheus.io/port"] | tonumber) == (ctr.ports[] | select(.name == "https") | .containerPort)'
+check "base: Service 443 -> the container's https port, selecting the Deployment's pods" base \
+  "$JQ_DEFS"'obj("Service") as $s | obj("Deployment") as $d |
+    ($s.spec.ports | length == 1 and .[0].port == 443 and .[0].targetPort == "https") and
+    ($s.spec.selector | to_entries | all(. as $e | $d.spec.template.metadata.labels[$e.key] == $e.value))'
+check "base: PodDisruptionBudget selects the Deployment's pods and leaves one up" base \
+  "$JQ_DEFS"'obj("PodDisruptionBudget") as $p | obj("Deployment") as $d |
+    ($p.spec.selector.matchLabels | to_entries | all(. as $e | $d.spec.template.metadata.labels[$e.key] == $e.value)) and
+    ($p.spec.maxUnavailable == 1 or $p.spec.minAvailable == 1)'
+check "base: ClusterRole: create tokenreviews and subjectaccessreviews, impersonate users/groups/serviceaccounts/uids/userextras" base \
+  "$JQ_DEFS"'obj("ClusterRole").rules as $r |
+    def grants($g; $res; $v): [$r[] | select((.apiGroups // []) | index($g)) | select((.resources // []) | index($res)) | select(.verbs | index($v))] | length > 0;
+    grants("authentication.k8s.io"; "tokenreviews"; "create") and grants("authorization.k8s.io"; "subjectaccessreviews"; "create") and
+    grants(""; "users"; "impersonate") and grants(""; "groups"; "impersonate") and grants(""; "serviceaccounts"; "impersonate") and
+    grants("authentication.k8s.io"; "uids"; "impersonate") and grants("authentication.k8s.io"; "userextras/*"; "impersonate") and
+    ([$r[] | select(.verbs | index("*"))] | length == 0) and
+    ([$r[] | select(.resources // [] | index("*")) | .verbs | sort] == [["get","list","watch"]])'
+check "base: ClusterRoleBinding binds ServiceAccount kwp-system/kwp to that ClusterRole" base \
+  "$JQ_DEFS"'obj("ClusterRoleBinding") as $b | obj("ClusterRole") as $r | obj("ServiceAccount") as $sa | obj("Deployment") as $d |
+    $b.roleRef.name == $r.metadata.name and $b.subjects == [{"kind":"ServiceAccount","name":$sa.metadata.name,"namespace":"kwp-system"}] and
+    $d.spec.template.spec.serviceAccountName == $sa.metadata.name'
+
+# ---- render-only checks: the overlays ---------------------------------------------------------
+check "node-local: a DaemonSet on the host network listening on 127.0.0.1 only, with --auth=delegated" node-local \
+  "$JQ_DEFS"'obj("DaemonSet") | .spec.template.spec.hostNetwork == true and (argval("--listen") | startswith("127.0.0.1:")) and
+    arg("--auth=delegated") and (arg("--auth=none") | not)'
+check "node-local: probes go to the node's loopback over https" node-local \
+  "$JQ_DEFS"'obj("DaemonSet") | ctr | [.readinessProbe.httpGet, .livenessProbe.httpGet] | all(.host == "127.0.0.1" and .scheme == "HTTPS")'
+check "node-local: the restricted container securityContext, and no Deployment, Service or PDB" node-local \
+  "$JQ_DEFS"'(obj("DaemonSet") | restricted) and ([.[].kind] | index("Deployment") == null and index("Service") == null and index("PodDisruptionBudget") == null)'
+check "node-local: its own identity (ServiceAccount kwp-node/kwp-node bound to ClusterRole kwp-node)" node-local \
+  "$JQ_DEFS"'obj("ClusterRoleBinding") as $b | obj("DaemonSet") as $d |
+    $b.subjects == [{"kind":"ServiceAccount","name":"kwp-node","namespace":"kwp-node"}] and $b.roleRef.name == "kwp-node" and
+    $d.spec.template.spec.serviceAccountName == "kwp-node"'
+check "second-tier: upstream is the first tier's Service through a mounted kubeconfig" second-tier \
+  "$JQ_DEFS"'obj("Deployment") as $d | ($d | argval("--kubeconfig")) as $kc | obj("ConfigMap") as $cm |
+    ($kc | startswith("/etc/kwp/upstream/")) and
+    ([$d.spec.template.spec.volumes[] | select(.configMap.name == $cm.metadata.name) | .name] as $v |
+     [$d | ctr.volumeMounts[] | select(.name == $v[0] and .mountPath == "/etc/kwp/upstream")] | length == 1) and
+    ($cm.data.kubeconfig | test("server: https://kwp\\.kwp-system\\.svc:443")) and
+    ($cm.data.kubeconfig | test("tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token"))'
+check "second-tier: own namespace and identity, restricted securityContext, --auth=delegated" second-tier \
+  "$JQ_DEFS"'obj("ClusterRoleBinding") as $b | obj("Deployment") as $d |
+    $b.subjects == [{"kind":"ServiceAccount","name":"kwp-tier2","namespace":"kwp-tier2"}] and
+    $d.metadata.namespace == "kwp-tier2" and ($d | restricted) and ($d | arg("--auth=delegated"))'
+check "components: ServiceMonitor scrapes the Service's https port; cert-manager Certificate writes kwp-serving-cert" components \
+  "$JQ_DEFS"'obj("ServiceMonitor") as $m | obj("Service") as $s |
+    ($m.spec.endpoints[0].port == ($s.spec.ports[0].name)) and $m.spec.endpoints[0].scheme == "https" and
+    ($m.spec.selector.matchLabels | to_entries | all(. as $e | $s.metadata.labels[$e.key] == $e.value)) and
+    ([.[] | select(.kind == "Certificate" and .spec.secretName == "kwp-serving-cert" and (.spec.dnsNames | index("kwp.kwp-system.svc")))] | length == 1)'
+
+# kustomize's images: replaces the placeholder (an overlay in a scratch directory next to TMP)
+mkdir -p "$TMP/img"
+rel="$(realpath --relative-to="$TMP/img" "$DEPLOY_DIR/base")"
+cat >"$TMP/img/kustomization.yaml" <<EOF
+resources: [$rel]
+images:
+  - name: kwp
+    newName: registry.example.com/kwp
+    newTag: "1.2.3"
+EOF
+img="$("$KUBECTL" kustomize "$TMP/img" 2>&1 | grep -o 'image: .*')"
+verdict "kustomize images: overrides the placeholder kwp:dev" \
+  "$([ "$img" = "image: registry.example.com/kwp:1.2.3" ] && echo 1)" "got: $img"
+
+# ---- apply every render to kwp sim, read every object back ------------------------------------
+start_kwp sim sim --listen 127.0.0.1:0 --objects 0 --churn 0 \
+  --resource cert-manager.io/v1/certificates --resource cert-manager.io/v1/issuers \
+  --resource monitoring.coreos.com/v1/servicemonitors:namespaced:ServiceMonitor
+SIM="$URL"
+write_kubeconfig "$TMP/kubeconfig" "$SIM"
+kc() {
+  timeout 60 "$KUBECTL" --kubeconfig "$TMP/kubeconfig" --cache-dir "$TMP/cache" \
+    --request-timeout=20s "$@"
+}
+
+# the sorted "Kind namespace/name" lines of a JSON array (render) or a List (kubectl get)
+ids() { jq -r '(if type == "array" then . else .items end)[] | "\(.kind) \(.metadata.namespace // "")/\(.metadata.name)"' "$1" | sort; }
+
+for r in base node-local second-tier components; do
+  kc apply --validate=false -f "$TMP/$r.yaml" -v=6 >"$TMP/apply-$r.out" 2>"$TMP/apply-$r.log"
+  rc=$?
+  n_render=$(jq length "$TMP/$r.json")
+  n_post=$(grep -c 'POST .* 201 Created' "$TMP/apply-$r.log")
+  n_created=$(grep -c ' created$' "$TMP/apply-$r.out")
+  # (objects the base already made are unchanged, or configured by a no-op patch: the PDB)
+  n_unchanged=$(grep -c ' unchanged$\| configured$' "$TMP/apply-$r.out")
+  # every create was a GET answering 404 first (kubectl apply's create path)
+  n_404=$(grep -c 'GET .* 404 Not Found' "$TMP/apply-$r.log")
+  verdict "kubectl apply deploy/$r to kwp sim: $n_created created (GET 404, then POST 201), $n_unchanged there already" \
+    "$([ "$rc" -eq 0 ] && [ "$n_post" -eq "$n_created" ] && [ "$n_404" -ge "$n_created" ] &&
+      [ $((n_created + n_unchanged)) -eq "$n_render" ] && [ "$n_created" -gt 0 ] && echo 1)" \
+    "rc=$rc, $n_render objects, $n_post POST 201, $n_404 GET 404" "$(head -c 800 "$TMP/apply-$r.out")" \
+    "$(grep -v 'round_trippers\|OpenAPI\|apply.go' "$TMP/apply-$r.log" | head -c 800)"
+
+  kc get -f "$TMP/$r.yaml" -o json >"$TMP/get-$r.json" 2>"$TMP/get-$r.err"
+  rc=$?
+  want="$(ids "$TMP/$r.json")"
+  got="$(ids "$TMP/get-$r.json" 2>/dev/null)"
+  # kubectl apply keeps what it sent in the last-applied annotation, which the server stores
+  no_annot=$(jq '[.items[] | select(.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] == null)] | length' \
+    "$TMP/get-$r.json" 2>/dev/null)
+  verdict "kubectl get -f deploy/$r: every object back, same kind, namespace and name, with the last-applied annotation" \
+    "$([ "$rc" -eq 0 ] && [ "$want" = "$got" ] && [ "$no_annot" = 0 ] && echo 1)" \
+    "rc=$rc, $no_annot without the annotation, $(head -c 300 "$TMP/get-$r.err")" \
+    "diff (render vs server): $(diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") | head -n 10)"
+done
+
+# what the server holds is what was sent, with kube's defaults added
+check_server() {
+  local name="$1" prog="$2" got
+  got="$(jq -r "$JQ_DEFS"'.items | '"$prog" "$TMP/get-base.json" 2>&1)"
+  verdict "$name" "$([ "$got" = true ] && echo 1)" "jq printed: $(printf '%s' "$got" | head -c 400)"
+}
+check_server "sim holds the Deployment as sent (restricted securityContext, 2 replicas) plus kube's defaults" \
+  'obj("Deployment") | restricted and .spec.replicas == 2 and .spec.revisionHistoryLimit == 5 and
+   .spec.progressDeadlineSeconds == 600 and .metadata.generation == 1 and ctr.terminationMessagePath == "/dev/termination-log"'
+check_server "sim holds the PodDisruptionBudget and the ClusterRoleBinding as kube-apiserver would" \
+  'obj("PodDisruptionBudget").status == {"disruptionsAllowed":0,"currentHealthy":0,"desiredHealthy":0,"expectedPods":0} and
+   (obj("ClusterRoleBinding").subjects[0] | .kind == "ServiceAccount" and (has("apiGroup") | not))'
+got="$(jq -r '.items[] | select(.kind == "DaemonSet") | .spec.template.spec.containers[0].ports[0] | "\(.containerPort) \(.hostPort)"' "$TMP/get-node-local.json")"
+verdict "sim holds the DaemonSet with kube's hostNetwork default hostPort = containerPort" \
+  "$([ "$got" = "10262 10262" ] && echo 1)" "containerPort hostPort: $got"
+
+# apply again: nothing changes (kubectl always sends a PodDisruptionBudget's selector, whose
+# patch strategy is replace, and says "configured"; the write is a no-op: same resourceVersion)
+rvs() { kc get -f "$TMP/base.yaml" -o json | jq -c '[.items[] | .metadata.resourceVersion]'; }
+before="$(rvs)"
+kc apply --validate=false -f "$TMP/base.yaml" >"$TMP/reapply.out" 2>"$TMP/reapply.err"
+rc=$?
+after="$(rvs)"
+n=$(grep -c ' unchanged$' "$TMP/reapply.out")
+pdb=$(grep -c '^poddisruptionbudget.policy/kwp configured$' "$TMP/reapply.out")
+verdict "kubectl apply of the same base again: $n unchanged, the PDB's no-op patch, no resourceVersion moved" \
+  "$([ "$rc" -eq 0 ] && [ $((n + pdb)) -eq "$(jq length "$TMP/base.json")" ] &&
+    [ "$before" = "$after" ] && [ "$before" != "" ] && echo 1)" \
+  "rc=$rc: $(head -c 600 "$TMP/reapply.out") $(head -c 300 "$TMP/reapply.err")" \
+  "resourceVersions before $before, after $after"
+sed 's/^  replicas: 2$/  replicas: 3/' "$TMP/base.yaml" >"$TMP/base3.yaml"
+kc apply --validate=false -f "$TMP/base3.yaml" -v=6 >"$TMP/scale.out" 2>"$TMP/scale.log"
+rc=$?
+replicas="$(kc get deployment kwp -n kwp-system -o json 2>/dev/null | jq -c '[.spec.replicas, (.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] | fromjson | .spec.replicas), .spec.template.spec.containers[0].image]')"
+verdict "kubectl apply of replicas 3: PATCH, the server holds 3 in the object and the annotation, the rest kept" \
+  "$([ "$rc" -eq 0 ] && grep -q 'deployment.apps/kwp configured' "$TMP/scale.out" &&
+    grep -q 'PATCH .*deployments/kwp.* 200 OK' "$TMP/scale.log" && [ "$replicas" = '[3,3,"kwp:dev"]' ] && echo 1)" \
+  "rc=$rc, server: $replicas, $(head -c 400 "$TMP/scale.out")"
+
+# ---- the manifests' own args start kwp --------------------------------------------------------
+# A serving certificate like the Secret's (EC P-256, SANs the Service name and 127.0.0.1).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=kwp \
+  -addext "subjectAltName=DNS:kwp.kwp-system.svc,IP:127.0.0.1" \
+  -keyout "$TMP/tls.key" -out "$TMP/tls.crt" >/dev/null 2>&1
+# run_args NAME RENDER KIND: the container's args from the render, with --listen on port 0, the
+# certificate paths in TMP, and the simulator as upstream (no in-cluster service account here).
+run_args() {
+  local name="$1" render="$2" kind="$3" args=() a
+  while IFS= read -r a; do
+    case "$a" in
+      --listen=*) a="--listen=127.0.0.1:0" ;;
+      --tls-cert-file=*) a="--tls-cert-file=$TMP/tls.crt" ;;
+      --tls-key-file=*) a="--tls-key-file=$TMP/tls.key" ;;
+    esac
+    args+=("$a")
+  done < <(jq -r --arg k "$kind" '.[] | select(.kind == $k) | .spec.template.spec.containers[0].args[]' "$TMP/$render.json")
+  start_kwp "$name" "${args[@]}" --upstream "$SIM"
+  local livez
+  wait_ready "$URL" 30 --cacert "$TMP/tls.crt"
+  livez="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$TMP/tls.crt" "$URL/livez")"
+  verdict "the $kind's args (${args[*]:0:3} ...) serve https: /readyz $READY_CODE and /livez $livez without credentials" \
+    "$([[ "$URL" == https://* ]] && [ "$READY_CODE" = 200 ] && [ "$livez" = 200 ] && echo 1)" \
+    "url $URL" "$(tail -n 5 "$TMP/$name.log")"
+}
+run_args proxy-deployment base Deployment
+run_args proxy-daemonset node-local DaemonSet
