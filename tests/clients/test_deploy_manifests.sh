@@ -5,7 +5,8 @@
 # Security fields, probes, rollout, RBAC, auth, upstream of the second tier); then kubectl
 # 1.32 applies every render to `kwp sim` (port 0; the cert-manager and prometheus-operator kinds
 # given to it with --resource) and reads every object back, and the Deployment's and the
-# DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https.
+# DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https, and
+# every kwp_* metric the Grafana dashboard queries is in a delegated proxy's /metrics.
 #
 # `kwp sim` serves no OpenAPI, so kubectl apply runs with --validate=false (with validation on
 # it stops at "failed to download openapi"). kubectl apply creates with GET (404) then POST and
@@ -281,3 +282,23 @@ run_args() {
 }
 run_args proxy-deployment base Deployment
 run_args proxy-daemonset node-local DaemonSet
+
+# ---- the dashboard names only metrics kwp serves ----------------------------------------------
+# A simulator that authenticates (bearer token = kubernetes-admin in system:masters) and a
+# delegated proxy in front, so /metrics carries the auth families too.
+start_kwp sim-auth sim --listen 127.0.0.1:0 --objects 5 --churn 0 --token tok-admin
+SIM_AUTH="$URL"
+start_kwp proxy-metrics proxy --listen 127.0.0.1:0 --upstream "$SIM_AUTH" --token tok-admin \
+  --auth delegated --resources pods
+wait_ready "$URL" 30
+curl -s --max-time 10 -H 'Authorization: Bearer tok-admin' "$URL/metrics" >"$TMP/metrics.txt"
+served="$(awk '/^# TYPE / {print $3}' "$TMP/metrics.txt" | sort -u)"
+used="$(jq -r '.. | .expr? // empty' "$DEPLOY_DIR/dashboards/kwp.json" |
+  grep -o 'kwp_[a-z_]*' | sed 's/_bucket$//' | sort -u)"
+missing="$(comm -23 <(printf '%s\n' "$used") <(printf '%s\n' "$served"))"
+n_used=$(printf '%s\n' "$used" | grep -c .)
+verdict "deploy/dashboards/kwp.json: all $n_used kwp_* metrics it queries are in /metrics" \
+  "$([ -z "$missing" ] && [ "$n_used" -gt 10 ] && grep -q '^kwp_authorizations_total' "$TMP/metrics.txt" && echo 1)" \
+  "missing: $(printf '%s' "$missing" | tr '\n' ' ')" "served: $(printf '%s' "$served" | tr '\n' ' ' | head -c 600)"
+jq -e '.panels | length > 0 and all(.targets | length > 0)' "$DEPLOY_DIR/dashboards/kwp.json" >/dev/null
+verdict "deploy/dashboards/kwp.json is a dashboard whose every panel has a query" "$([ $? -eq 0 ] && echo 1)"
