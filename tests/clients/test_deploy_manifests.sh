@@ -26,16 +26,13 @@ DEPLOY_DIR="${DEPLOY_DIR:-$KWP_SRC/deploy}"
 PY=/usr/bin/python3 # Debian's, with python3-yaml (a dependency of python3-kubernetes)
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-deploy-XXXXXX")"
 
-# ok, bad, verdict, stop_pid, start_kwp, wait_ready, write_kubeconfig, kwp_finish
+# ok, bad, verdict, need_exec, stop_pid, start_kwp, wait_ready, write_kubeconfig, kwp_finish
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap kwp_finish EXIT
 
-for tool in "$KUBECTL" "$KWP_BIN" "$PY"; do
-  if [ ! -x "$tool" ]; then
-    bad "$tool is executable" "set KWP_BIN / KUBECTL"
-    exit 1
-  fi
-done
+need_exec kubectl "$KUBECTL"
+need_exec "kwp binary" "$KWP_BIN"
+need_exec python3 "$PY"
 if ! "$PY" -c 'import yaml' 2>/dev/null; then
   bad "python3-yaml importable by $PY" "apt-get install python3-yaml"
   exit 1
