@@ -11,8 +11,12 @@
 # --proxy-args adds flags to the proxy (e.g. "--history-window 0 --history-min 20000
 # --history-max 20000" for a history of exactly 20,000 events).
 #
+# With --relist N, each run then forces N relists, one after the other (the simulator compacts and drops its watches,
+# so the proxy's re-watch gets 410) and prints the peak RSS (VmHWM) once it has synced again: a
+# relist holds the new list beside the old one until it replaces it.
+#
 # Usage: bash bench/sizing.sh [--kwp build/kwp] [--object-bytes 0] [--counts 0,10000,100000]
-#                             [--churn 0] [--settle 0] [--proxy-args "..."]
+#                             [--churn 0] [--settle 0] [--proxy-args "..."] [--relist N]
 # Only the processes it starts are signalled, by PID; everything listens on 127.0.0.1 port 0.
 set -uo pipefail
 
@@ -22,6 +26,7 @@ COUNTS=0,10000,100000
 CHURN=0
 SETTLE=0
 PROXY_ARGS=""
+RELIST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kwp) KWP="$2"; shift 2 ;;
@@ -30,8 +35,9 @@ while [ $# -gt 0 ]; do
     --churn) CHURN="$2"; shift 2 ;;
     --settle) SETTLE="$2"; shift 2 ;;
     --proxy-args) PROXY_ARGS="$2"; shift 2 ;;
+    --relist) RELIST="$2"; shift 2 ;;
     *) echo "usage: $0 [--kwp PATH] [--object-bytes N] [--counts N,N,...] [--churn R]" \
-         "[--settle S] [--proxy-args ARGS]" >&2; exit 2 ;;
+         "[--settle S] [--proxy-args ARGS] [--relist N]" >&2; exit 2 ;;
   esac
 done
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/kwp-sizing-XXXXXX")"
@@ -94,6 +100,27 @@ for n in "${counts[@]}"; do
   bytes="$(metric "$url" kwp_object_bytes)"
   printf '%-8s %-10s %-12s %-17s %-14s\n' "$n" "$rss" "$(metric "$url" kwp_objects)" "$bytes" \
     "$(metric "$url" kwp_history_events)"
+  for ((k = 0; k < RELIST; k++)); do
+    relists="$(metric "$url" kwp_relists_total)"
+    # the proxy frozen while its watch ends and a write is compacted away: its re-watch is 410
+    kill -STOP "$PROXY_PID"
+    curl -s -o /dev/null --max-time 10 -X POST "$sim_url/_sim/drop-watches"
+    curl -s -o /dev/null --max-time 10 -H 'Content-Type: application/json' -X POST \
+      --data '{"metadata":{"generateName":"sizing-relist-"},"spec":{"containers":[{"name":"c","image":"x"}]}}' \
+      "$sim_url/api/v1/namespaces/default/pods"
+    rev="$(curl -s --max-time 10 "$sim_url/_sim/stats" | jq -r .revision)"
+    curl -s -o /dev/null --max-time 10 -X POST "$sim_url/_sim/compact?revision=$rev"
+    kill -CONT "$PROXY_PID"
+    for ((i = 0; i < 1200; i++)); do
+      [ "$(metric "$url" kwp_relists_total)" -gt "$relists" ] &&
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz")" = 200 ] && break
+      sleep 0.1
+    done
+    sleep 2
+    printf '%-8s after a relist: peak RSS %s KiB, RSS %s KiB, relists %s\n' "$n" \
+      "$(awk '/^VmHWM:/ {print $2}' "/proc/$PROXY_PID/status")" \
+      "$(awk '/^VmRSS:/ {print $2}' "/proc/$PROXY_PID/status")" "$(metric "$url" kwp_relists_total)"
+  done
   if [ -z "$first_n" ]; then first_n=$n first_rss=$rss first_bytes=$bytes; fi
   last_n=$n last_rss=$rss last_bytes=$bytes
   stop
