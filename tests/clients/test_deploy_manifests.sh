@@ -5,7 +5,8 @@
 # Security fields, probes, rollout, RBAC, auth, upstream of the second tier); then kubectl
 # 1.32 applies every render to `kwp sim` (port 0; the cert-manager and prometheus-operator kinds
 # given to it with --resource) and reads every object back, and the Deployment's and the
-# DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https, and
+# DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https (the
+# Deployment's, on SIGTERM, fails /readyz at once and exits 0 within its grace period), and
 # every kwp_* metric the Grafana dashboard queries is in a delegated proxy's /metrics.
 #
 # `kwp sim` serves no OpenAPI, so kubectl apply runs with --validate=false (with validation on
@@ -99,9 +100,12 @@ check "base: kwp proxy with --auth=delegated and the serving certificate from Se
     ([.spec.template.spec.volumes[] | select(.secret.secretName == "kwp-serving-cert") | .name] as $v |
      [ctr.volumeMounts[] | select(.name == $v[0] and .mountPath == "/etc/kwp/tls" and .readOnly == true)] | length == 1)'
 check "base: image is the placeholder kwp:dev" base "$JQ_DEFS"'obj("Deployment") | ctr.image == "kwp:dev"'
-check "base: terminationGracePeriodSeconds above kwp's --shutdown-delay (default 5 s)" base \
-  "$JQ_DEFS"'obj("Deployment") | (argval("--shutdown-delay") // "5s") as $d |
-    ($d | capture("^(?<n>[0-9]+)s$").n | tonumber) < .spec.template.spec.terminationGracePeriodSeconds'
+# kwp exits within --shutdown-delay + 2.5 s (README "Rolling updates")
+for r in base:Deployment node-local:DaemonSet second-tier:Deployment; do
+  check "${r%%:*}: terminationGracePeriodSeconds above kwp's --shutdown-delay (default 5 s) + 2.5 s" "${r%%:*}" \
+    "$JQ_DEFS"'obj("'"${r#*:}"'") | (argval("--shutdown-delay") // "5s") as $d |
+      ($d | capture("^(?<n>[0-9]+)s$").n | tonumber) + 2.5 < .spec.template.spec.terminationGracePeriodSeconds'
+done
 check "base: scrape annotations name the https port" base \
   "$JQ_DEFS"'obj("Deployment") | .spec.template.metadata.annotations as $a |
     $a["prometheus.io/scrape"] == "true" and $a["prometheus.io/scheme"] == "https" and
@@ -278,6 +282,25 @@ run_args() {
     "url $URL" "$(tail -n 5 "$TMP/$name.log")"
 }
 run_args proxy-deployment base Deployment
+# SIGTERM with the Deployment's --shutdown-delay: /readyz fails at once, exit 0 within the grace
+grace="$(jq -r '.[] | select(.kind == "Deployment") | .spec.template.spec.terminationGracePeriodSeconds' "$TMP/base.json")"
+pid="${KWP_PIDS[-1]}"
+t0=$SECONDS
+kill -TERM "$pid"
+sleep 0.5
+readyz="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$TMP/tls.crt" "$URL/readyz")"
+for ((i = 0; i < grace * 10; i++)); do
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -KILL "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+took=$((SECONDS - t0))
+unset 'KWP_PIDS[-1]' 'KWP_NAMES[-1]' # stopped here
+verdict "the Deployment's kwp on SIGTERM: /readyz $readyz at once, exit $rc after ${took}s (grace ${grace}s)" \
+  "$([ "$readyz" = 503 ] && [ "$rc" -eq 0 ] && [ "$took" -lt "$grace" ] && echo 1)" \
+  "$(tail -n 8 "$TMP/proxy-deployment.log")"
 run_args proxy-daemonset node-local DaemonSet
 
 # ---- the dashboard names only metrics kwp serves ----------------------------------------------
