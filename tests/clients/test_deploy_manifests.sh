@@ -6,8 +6,10 @@
 # 1.32 applies every render to `kwp sim` (port 0; the cert-manager and prometheus-operator kinds
 # given to it with --resource) and reads every object back, and the Deployment's and the
 # DaemonSet's own args start a real kwp proxy that answers /livez and /readyz over https (the
-# Deployment's, on SIGTERM, fails /readyz at once and exits 0 within its grace period), and
-# every kwp_* metric the Grafana dashboard queries is in a delegated proxy's /metrics.
+# Deployment's, on SIGTERM, fails /readyz at once and exits 0 within its grace period); with
+# exactly the rendered ClusterRole's rules at an authenticating simulator, that kwp gets ready
+# and forwards as its callers (impersonated user with uid, groups and an extra; a service
+# account); and every kwp_* metric the Grafana dashboard queries is in a delegated /metrics.
 #
 # `kwp sim` serves no OpenAPI, so kubectl apply runs with --validate=false (with validation on
 # it stops at "failed to download openapi"). kubectl apply creates with GET (404) then POST and
@@ -118,14 +120,21 @@ check "base: PodDisruptionBudget selects the Deployment's pods and leaves one up
   "$JQ_DEFS"'obj("PodDisruptionBudget") as $p | obj("Deployment") as $d |
     ($p.spec.selector.matchLabels | to_entries | all(. as $e | $d.spec.template.metadata.labels[$e.key] == $e.value)) and
     ($p.spec.maxUnavailable == 1 or $p.spec.minAvailable == 1)'
-check "base: ClusterRole: create tokenreviews and subjectaccessreviews, impersonate users/groups/serviceaccounts/uids/userextras" base \
-  "$JQ_DEFS"'obj("ClusterRole").rules as $r |
-    def grants($g; $res; $v): [$r[] | select((.apiGroups // []) | index($g)) | select((.resources // []) | index($res)) | select(.verbs | index($v))] | length > 0;
-    grants("authentication.k8s.io"; "tokenreviews"; "create") and grants("authorization.k8s.io"; "subjectaccessreviews"; "create") and
-    grants(""; "users"; "impersonate") and grants(""; "groups"; "impersonate") and grants(""; "serviceaccounts"; "impersonate") and
-    grants("authentication.k8s.io"; "uids"; "impersonate") and grants("authentication.k8s.io"; "userextras/*"; "impersonate") and
-    ([$r[] | select(.verbs | index("*"))] | length == 0) and
-    ([$r[] | select(.resources // [] | index("*")) | .verbs | sort] == [["get","list","watch"]])'
+# RBAC's matching (rbac/v1 evaluation_helpers.go): "*", the exact resource[/sub], or "*/sub"
+JQ_RBAC='
+def res_ok($res; $sub): . as $r | any($r[]; . == "*" or . == (if $sub == "" then $res else "\($res)/\($sub)" end) or ($sub != "" and . == "*/\($sub)"));
+def grants($g; $res; $sub; $v): any(.[]; ((.apiGroups // []) | index($g) != null or index("*") != null) and ((.resources // []) | res_ok($res; $sub)) and (.verbs | index($v) != null or index("*") != null));
+'
+check "base: ClusterRole: create tokenreviews and subjectaccessreviews, impersonate users/groups/serviceaccounts/uids/any userextras/KEY" base \
+  "$JQ_DEFS$JQ_RBAC"'obj("ClusterRole").rules |
+    grants("authentication.k8s.io"; "tokenreviews"; ""; "create") and grants("authorization.k8s.io"; "subjectaccessreviews"; ""; "create") and
+    grants(""; "users"; ""; "impersonate") and grants(""; "groups"; ""; "impersonate") and grants(""; "serviceaccounts"; ""; "impersonate") and
+    grants("authentication.k8s.io"; "uids"; ""; "impersonate") and
+    grants("authentication.k8s.io"; "userextras"; "authentication.kubernetes.io/pod-name"; "impersonate") and
+    grants("authentication.k8s.io"; "userextras"; "scopes"; "impersonate") and
+    (grants("apps"; "deployments"; ""; "watch") and grants("example.com"; "widgets"; ""; "list")) and
+    (grants(""; "secrets"; ""; "create") | not) and (grants(""; "pods"; ""; "delete") | not) and
+    (grants("apps"; "deployments"; ""; "impersonate") | not) and all(.[]; .verbs | index("*") == null)'
 check "base: ClusterRoleBinding binds ServiceAccount kwp-system/kwp to that ClusterRole" base \
   "$JQ_DEFS"'obj("ClusterRoleBinding") as $b | obj("ClusterRole") as $r | obj("ServiceAccount") as $sa | obj("Deployment") as $d |
     $b.roleRef.name == $r.metadata.name and $b.subjects == [{"kind":"ServiceAccount","name":$sa.metadata.name,"namespace":"kwp-system"}] and
@@ -261,10 +270,12 @@ verdict "kubectl apply of replicas 3: PATCH, the server holds 3 in the object an
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=kwp \
   -addext "subjectAltName=DNS:kwp.kwp-system.svc,IP:127.0.0.1" \
   -keyout "$TMP/tls.key" -out "$TMP/tls.crt" >/dev/null 2>&1
-# run_args NAME RENDER KIND: the container's args from the render, with --listen on port 0, the
-# certificate paths in TMP, and the simulator as upstream (no in-cluster service account here).
+# run_args NAME RENDER KIND UPSTREAM [ARGS...]: the container's args from the render, with
+# --listen on port 0, the certificate paths in TMP, UPSTREAM (no in-cluster service account here)
+# and ARGS after them.
 run_args() {
-  local name="$1" render="$2" kind="$3" args=() a
+  local name="$1" render="$2" kind="$3" upstream="$4" args=() a
+  shift 4
   while IFS= read -r a; do
     case "$a" in
       --listen=*) a="--listen=127.0.0.1:0" ;;
@@ -273,7 +284,7 @@ run_args() {
     esac
     args+=("$a")
   done < <(jq -r --arg k "$kind" '.[] | select(.kind == $k) | .spec.template.spec.containers[0].args[]' "$TMP/$render.json")
-  start_kwp "$name" "${args[@]}" --upstream "$SIM"
+  start_kwp "$name" "${args[@]}" --upstream "$upstream" "$@"
   local livez
   wait_ready "$URL" 30 --cacert "$TMP/tls.crt"
   livez="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$TMP/tls.crt" "$URL/livez")"
@@ -281,7 +292,7 @@ run_args() {
     "$([[ "$URL" == https://* ]] && [ "$READY_CODE" = 200 ] && [ "$livez" = 200 ] && echo 1)" \
     "url $URL" "$(tail -n 5 "$TMP/$name.log")"
 }
-run_args proxy-deployment base Deployment
+run_args proxy-deployment base Deployment "$SIM"
 # SIGTERM with the Deployment's --shutdown-delay: /readyz fails at once, exit 0 within the grace
 grace="$(jq -r '.[] | select(.kind == "Deployment") | .spec.template.spec.terminationGracePeriodSeconds' "$TMP/base.json")"
 pid="${KWP_PIDS[-1]}"
@@ -301,7 +312,53 @@ unset 'KWP_PIDS[-1]' 'KWP_NAMES[-1]' # stopped here
 verdict "the Deployment's kwp on SIGTERM: /readyz $readyz at once, exit $rc after ${took}s (grace ${grace}s)" \
   "$([ "$readyz" = 503 ] && [ "$rc" -eq 0 ] && [ "$took" -lt "$grace" ] && echo 1)" \
   "$(tail -n 8 "$TMP/proxy-deployment.log")"
-run_args proxy-daemonset node-local DaemonSet
+run_args proxy-daemonset node-local DaemonSet "$SIM"
+
+# ---- the ClusterRole is all kwp needs ---------------------------------------------------------
+# kwp with the Deployment's args delegates to a simulator that authenticates and authorizes as
+# kube-apiserver does, kwp's identity holding exactly the rendered ClusterRole's rules: it must
+# get ready (its lists and watches), review callers, and forward as them (impersonating the
+# user, its uid, groups and extras, or a service account).
+cat >"$TMP/tokens.csv" <<EOF
+tok-kwp,kwp-proxy,uid-kwp
+tok-alice,alice,uid-alice
+EOF
+{
+  jq -r '.[] | select(.kind == "ClusterRole") | .rules | to_entries[] | .value as $r |
+    "allow name=kwp-\(.key) users=kwp-proxy verbs=\($r.verbs | join(","))" +
+    (if $r.nonResourceURLs then " nonResourceURLs=\($r.nonResourceURLs | join(","))"
+     else " apiGroups=\($r.apiGroups | map(if . == "" then "\"\"" else . end) | join(",")) resources=\($r.resources | join(","))" end)' \
+    "$TMP/base.json"
+  cat <<'EOF'
+allow name=alice-as users=alice verbs=impersonate apiGroups="" resources=users,serviceaccounts resourceNames=bob,sa1
+allow name=alice-as-extra users=alice verbs=impersonate apiGroups=authentication.k8s.io resources=uids,userextras/scopes
+allow name=writers users=bob,system:serviceaccount:default:sa1 verbs=create,get apiGroups="" resources=configmaps
+EOF
+} >"$TMP/rules"
+start_kwp sim-rbac sim --listen 127.0.0.1:0 --objects 5 --churn 0 \
+  --token-auth-file "$TMP/tokens.csv" --authorization-rules "$TMP/rules"
+SIM_RBAC="$URL"
+# (the delay is checked above; 0 here so the finish need not wait it out)
+run_args proxy-rbac base Deployment "$SIM_RBAC" --token tok-kwp --shutdown-delay=0s
+PROXY_RBAC="$URL"
+post_as() { # post_as NAME HEADERS...: alice POSTs configmap NAME through kwp; prints the code
+  local name="$1"
+  shift
+  curl -s -o "$TMP/post-$name.json" -w '%{http_code}' --max-time 10 --cacert "$TMP/tls.crt" \
+    -H 'Authorization: Bearer tok-alice' -H 'Content-Type: application/json' "$@" \
+    --data "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"$name\"}}" \
+    "$PROXY_RBAC/api/v1/namespaces/default/configmaps"
+}
+code="$(post_as cm-bob -H 'Impersonate-User: bob' -H 'Impersonate-Uid: uid-bob' -H 'Impersonate-Extra-Scopes: x')"
+verdict "through kwp, alice as bob (uid, extra scopes=x): forwarded with kwp's impersonation, $code" \
+  "$([ "$code" = 201 ] && echo 1)" "$(head -c 400 "$TMP/post-cm-bob.json")" "$(tail -n 3 "$TMP/proxy-rbac.log")"
+code="$(post_as cm-sa1 -H 'Impersonate-User: system:serviceaccount:default:sa1')"
+verdict "through kwp, alice as service account default/sa1: forwarded with kwp's impersonation, $code" \
+  "$([ "$code" = 201 ] && echo 1)" "$(head -c 400 "$TMP/post-cm-sa1.json")"
+code="$(curl -s -o "$TMP/alice-pods.json" -w '%{http_code}' --max-time 10 --cacert "$TMP/tls.crt" \
+  -H 'Authorization: Bearer tok-alice' "$PROXY_RBAC/api/v1/pods?resourceVersion=0")"
+verdict "through kwp, alice's own LIST of pods (no rule for her): 403 from the cache's SubjectAccessReview" \
+  "$([ "$code" = 403 ] && echo 1)" "$(head -c 300 "$TMP/alice-pods.json")"
 
 # ---- the dashboard names only metrics kwp serves ----------------------------------------------
 # A simulator that authenticates (bearer token = kubernetes-admin in system:masters) and a
