@@ -271,8 +271,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
   -addext "subjectAltName=DNS:kwp.kwp-system.svc,IP:127.0.0.1" \
   -keyout "$TMP/tls.key" -out "$TMP/tls.crt" >/dev/null 2>&1
 # run_args NAME RENDER KIND UPSTREAM [ARGS...]: the container's args from the render, with
-# --listen on port 0, the certificate paths in TMP, UPSTREAM (no in-cluster service account here)
-# and ARGS after them.
+# --listen on port 0, the certificate paths in TMP, a --kubeconfig path replaced by
+# $RUN_KUBECONFIG, --upstream UPSTREAM unless it is "" (no in-cluster service account here) and
+# ARGS after them.
+RUN_KUBECONFIG=""
 run_args() {
   local name="$1" render="$2" kind="$3" upstream="$4" args=() a
   shift 4
@@ -281,14 +283,16 @@ run_args() {
       --listen=*) a="--listen=127.0.0.1:0" ;;
       --tls-cert-file=*) a="--tls-cert-file=$TMP/tls.crt" ;;
       --tls-key-file=*) a="--tls-key-file=$TMP/tls.key" ;;
+      --kubeconfig=*) a="--kubeconfig=$RUN_KUBECONFIG" ;;
     esac
     args+=("$a")
   done < <(jq -r --arg k "$kind" '.[] | select(.kind == $k) | .spec.template.spec.containers[0].args[]' "$TMP/$render.json")
-  start_kwp "$name" "${args[@]}" --upstream "$upstream" "$@"
+  [ -z "$upstream" ] || args+=(--upstream "$upstream")
+  start_kwp "$name" "${args[@]}" "$@"
   local livez
   wait_ready "$URL" 30 --cacert "$TMP/tls.crt"
   livez="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$TMP/tls.crt" "$URL/livez")"
-  verdict "the $kind's args (${args[*]:0:3} ...) serve https: /readyz $READY_CODE and /livez $livez without credentials" \
+  verdict "$name: the $render $kind's args (${args[*]:0:3} ...) serve https: /readyz $READY_CODE and /livez $livez without credentials" \
     "$([[ "$URL" == https://* ]] && [ "$READY_CODE" = 200 ] && [ "$livez" = 200 ] && echo 1)" \
     "url $URL" "$(tail -n 5 "$TMP/$name.log")"
 }
@@ -321,11 +325,12 @@ run_args proxy-daemonset node-local DaemonSet "$SIM"
 # user, its uid, groups and extras, or a service account).
 cat >"$TMP/tokens.csv" <<EOF
 tok-kwp,kwp-proxy,uid-kwp
+tok-tier2,kwp-tier2,uid-tier2
 tok-alice,alice,uid-alice
 EOF
 {
   jq -r '.[] | select(.kind == "ClusterRole") | .rules | to_entries[] | .value as $r |
-    "allow name=kwp-\(.key) users=kwp-proxy verbs=\($r.verbs | join(","))" +
+    "allow name=kwp-\(.key) users=kwp-proxy,kwp-tier2 verbs=\($r.verbs | join(","))" +
     (if $r.nonResourceURLs then " nonResourceURLs=\($r.nonResourceURLs | join(","))"
      else " apiGroups=\($r.apiGroups | map(if . == "" then "\"\"" else . end) | join(",")) resources=\($r.resources | join(","))" end)' \
     "$TMP/base.json"
@@ -359,6 +364,22 @@ code="$(curl -s -o "$TMP/alice-pods.json" -w '%{http_code}' --max-time 10 --cace
   -H 'Authorization: Bearer tok-alice' "$PROXY_RBAC/api/v1/pods?resourceVersion=0")"
 verdict "through kwp, alice's own LIST of pods (no rule for her): 403 from the cache's SubjectAccessReview" \
   "$([ "$code" = 403 ] && echo 1)" "$(head -c 300 "$TMP/alice-pods.json")"
+
+# The second tier with its own args and the kubeconfig of its ConfigMap (paths rewritten: the
+# first tier's URL for the Service's, the test certificate for its CA, a file for its token),
+# its identity kwp-tier2 holding the same ClusterRole: ready through the first tier, and the
+# same forwarded write through both tiers.
+printf 'tok-tier2\n' >"$TMP/tier2.token"
+jq -r '.[] | select(.kind == "ConfigMap") | .data.kubeconfig' "$TMP/second-tier.json" |
+  sed -e "s#https://kwp.kwp-system.svc:443#$PROXY_RBAC#" \
+    -e "s#certificate-authority: .*#certificate-authority: $TMP/tls.crt#" \
+    -e "s#tokenFile: .*#tokenFile: $TMP/tier2.token#" >"$TMP/tier2.kubeconfig"
+RUN_KUBECONFIG="$TMP/tier2.kubeconfig"
+run_args proxy-tier2 second-tier Deployment "" --shutdown-delay=0s
+PROXY_RBAC="$URL"
+code="$(post_as cm-bob-2 -H 'Impersonate-User: bob' -H 'Impersonate-Uid: uid-bob' -H 'Impersonate-Extra-Scopes: x')"
+verdict "through the second tier and the first, alice as bob (uid, extra): $code" \
+  "$([ "$code" = 201 ] && echo 1)" "$(head -c 400 "$TMP/post-cm-bob-2.json")" "$(tail -n 3 "$TMP/proxy-tier2.log")"
 
 # ---- the dashboard names only metrics kwp serves ----------------------------------------------
 # A simulator that authenticates (bearer token = kubernetes-admin in system:masters) and a
