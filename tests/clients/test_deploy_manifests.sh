@@ -392,10 +392,10 @@ wait_ready "$URL" 30
 curl -s --max-time 10 -H 'Authorization: Bearer tok-admin' "$URL/metrics" >"$TMP/metrics.txt"
 served="$(awk '/^# TYPE / {print $3}' "$TMP/metrics.txt" | sort -u)"
 used="$(jq -r '.. | .expr? // empty' "$DEPLOY_DIR/dashboards/kwp.json" |
-  grep -o 'kwp_[a-z_]*' | sed 's/_bucket$//' | sort -u)"
+  grep -o '\(kwp\|process\)_[a-z_]*' | sed -E 's/_(bucket|count|sum)$//' | sort -u)"
 missing="$(comm -23 <(printf '%s\n' "$used") <(printf '%s\n' "$served"))"
 n_used=$(printf '%s\n' "$used" | grep -c .)
-verdict "deploy/dashboards/kwp.json: all $n_used kwp_* metrics it queries are in /metrics" \
+verdict "deploy/dashboards/kwp.json: all $n_used kwp_* and process_* metrics it queries are in /metrics" \
   "$([ -z "$missing" ] && [ "$n_used" -gt 10 ] && grep -q '^kwp_authorizations_total' "$TMP/metrics.txt" && echo 1)" \
   "missing: $(printf '%s' "$missing" | tr '\n' ' ')" "served: $(printf '%s' "$served" | tr '\n' ' ' | head -c 600)"
 jq -e '.panels | length > 0 and all(.targets | length > 0)' "$DEPLOY_DIR/dashboards/kwp.json" >/dev/null
