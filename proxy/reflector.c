@@ -89,12 +89,14 @@ struct rsync {
     bool verify;        /* before the next watch, check upstream's RV has not gone backwards */
     bool checking;      /* the running LIST is that check (limit=1) */
     int64_t due_ms;
-    unsigned fails;          /* consecutive failures, for backoff */
-    int64_t list_start_ms;   /* when the last LIST (page 1) was sent; 0 = never */
-    int64_t req_start_ms;    /* when the running transfer was sent */
-    int64_t retry_after_ms;  /* Retry-After of the running transfer's answer; 0 = none */
-    bool synced;             /* the first list completed */
-    bool warm;               /* resumed from a loaded state, not yet fresh (state.h) */
+    unsigned fails;         /* consecutive failures, for backoff */
+    int64_t list_start_ms;  /* when the last LIST (page 1) was sent; 0 = never */
+    int64_t req_start_ms;   /* when the running transfer was sent */
+    int64_t retry_after_ms; /* Retry-After of the running transfer's answer; 0 = none */
+    bool synced;            /* the first list completed */
+    bool
+        parked; /* never listed, upstream refuses (403/404): forwarded meanwhile, counted settled */
+    bool warm;  /* resumed from a loaded state, not yet fresh (state.h) */
     reflector_load_fn *load; /* run once before the first request (reflector_add_loading) */
     void *load_ctx;
     long http_code; /* of the running transfer, once its headers are in */
@@ -191,8 +193,32 @@ static void rsync_synced(struct rsync *s, const char *how)
     }
     if (!s->synced) {
         s->synced = true;
-        atomic_fetch_add(&s->r->n_synced, 1);
+        if (!s->parked) { /* a parked resource was counted settled when it was parked */
+            atomic_fetch_add(&s->r->n_synced, 1);
+        }
     }
+}
+
+/*
+ * The first LIST of <s> was refused with 403 (kwp's identity may not list it) or 404 (upstream
+ * does not serve it): until a list succeeds the resource is not cached (its requests are
+ * forwarded as the caller, kwp_not_cached 1) and holds nobody's readiness, since one request
+ * from any allowed caller for a resource kwp may not read must not take every replica out of
+ * its Service. The list is retried with the usual backoff: an RBAC binding applied a moment
+ * after kwp started is picked up.
+ */
+static void rsync_park(struct rsync *s)
+{
+    if (s->parked) {
+        return;
+    }
+    s->parked = true;
+    log_warn("reflector",
+             "resource=%s code=%ld msg=\"upstream refuses to list it: not cached, its requests are "
+             "forwarded upstream until a list succeeds (grant kwp get/list/watch on it)\"",
+             rsync_name(s), s->http_code);
+    atomic_store(&s->ar->ctr.not_cached, 1);
+    atomic_fetch_add(&s->r->n_synced, 1);
 }
 
 /* A state loaded at <rv> (> 0): watch from it instead of listing; a 410 relists as usual. */
@@ -887,6 +913,10 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
         return;
     }
     if (cc != CURLE_OK || s->http_code != 200) {
+        if (cc == CURLE_OK && !s->synced && !s->warm &&
+            (s->http_code == 403 || s->http_code == 404)) {
+            rsync_park(s);
+        }
         transfer_error(s, cc, msg, sizeof(msg));
         rsync_retry(s, false, now, "list", (int)s->http_code, msg);
         return;
@@ -921,6 +951,11 @@ static void list_done(struct rsync *s, CURLcode cc, int64_t now)
         atomic_fetch_add(&s->ar->ctr.relists_kept, 1);
     } else if (!s->synced) {
         resource_replace(s->ar->res, s->items, n, s->list_rv, now);
+    }
+    if (s->parked) { /* listed at last: cached from now on */
+        atomic_store(&s->ar->ctr.not_cached, 0);
+        log_info("reflector", "resource=%s msg=\"listed at last: cached from now on\"",
+                 rsync_name(s));
     }
     /* After the replace: /readyz must not report a cache that is not ready yet. */
     rsync_synced(s, "list");

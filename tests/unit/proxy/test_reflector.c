@@ -90,6 +90,7 @@ struct fake {
     int watch_code;    /* one-shot: answer the next watch with this status */
     int watch_code_n;  /* ... and as many after it */
     int list_code;     /* one-shot: answer the next list with this status */
+    int list_code_n;   /* ... and as many after it */
     int retry_after;   /* with the one-shot codes: a Retry-After header (seconds) when > 0 */
     char check_rv[32]; /* the RV a limit=1 LIST (the reflector's check) answers; "" = huge */
     bool stopping;
@@ -231,7 +232,11 @@ static enum MHD_Result fake_handler(void *cls, struct MHD_Connection *c, const c
         page = chk;
     } else if (f->list_code != 0) {
         code = f->list_code;
-        f->list_code = 0;
+        if (f->list_code_n > 0) {
+            f->list_code_n--;
+        } else {
+            f->list_code = 0;
+        }
         retry_after = f->retry_after;
     } else {
         code = 404;
@@ -395,6 +400,15 @@ static void fake_set_watch_codes(struct fake *f, int code, int n)
     pthread_mutex_lock(&f->mu);
     f->watch_code = code;
     f->watch_code_n = n - 1;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Answers the next <n> lists with <code>. */
+static void fake_set_list_codes(struct fake *f, int code, int n)
+{
+    pthread_mutex_lock(&f->mu);
+    f->list_code = code;
+    f->list_code_n = n - 1;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -1214,12 +1228,13 @@ Test(reflector, custom_resources_keep_type_meta_and_share_the_thread, .timeout =
     reflector_add(h.r, h.pods);
     reflector_add(h.r, wid);
     cr_assert_eq(resource_wait_fresh(h.pods->res, 100, WAIT_MS, NULL), 0);
-    /* The widgets list 404s until served: not all synced yet. */
+    /* The widgets list 404s until served: parked (forwarded, not holding readiness). */
     WAIT_FOR(fake_lists(&h.f, WIDGETS) >= 1);
-    cr_expect(!reflector_all_synced(h.r));
+    WAIT_FOR(atomic_load(&wid->ctr.not_cached) == 1);
+    cr_expect(!resource_is_ready(wid->res, NULL));
     serve_one_page(&h.f, WIDGETS, "WidgetList", "50", witems, 1);
     cr_assert_eq(resource_wait_fresh(wid->res, 50, WAIT_MS, NULL), 0);
-    WAIT_FOR(reflector_all_synced(h.r));
+    WAIT_FOR(reflector_all_synced(h.r) && atomic_load(&wid->ctr.not_cached) == 0);
     expect_stored(wid->res, "ns1/w1", witems[0]);
     q = fake_wait_watch(&h.f, WIDGETS, 0);
     cr_expect_str_eq(q.rv, "50");
@@ -1261,11 +1276,46 @@ Test(reflector, unreachable_upstream_backs_off_and_frees_promptly, .timeout = 30
     struct harness h;
     struct reflector_opts o = test_opts();
 
-    h_start(&h, &o, true); /* nothing is served: every list 404s */
+    h_start(&h, &o, true);
+    fake_set_list_codes(&h.f, 500, 1000); /* every list fails */
     WAIT_FOR(atomic_load(&h.pods->ctr.up_errors) >= 3);
     cr_expect(!reflector_all_synced(h.r));
     cr_expect(!resource_is_ready(h.pods->res, NULL));
+    cr_expect_eq(atomic_load(&h.pods->ctr.not_cached), 0);
     h_stop(&h);
+}
+
+/*
+ * A first LIST refused with 403 (kwp may not list it) or 404 (not served): the resource is
+ * forwarded meanwhile (not_cached) and holds nobody's readiness, so one request for it cannot
+ * take the proxy out of its Service; the list is retried, and once it succeeds the resource is
+ * cached after all.
+ */
+Test(reflector, a_refused_first_list_parks_the_resource_until_a_list_succeeds, .timeout = 30)
+{
+    static const int codes[] = {403, 404};
+
+    for (size_t i = 0; i < 2; i++) {
+        struct harness h;
+        struct reflector_opts o = test_opts();
+
+        o.backoff_min_ms = 1500;
+        o.backoff_max_ms = 3000;
+        h_start(&h, &o, false);
+        serve_three_pages(&h.f);
+        fake_set_list_code(&h.f, codes[i]);
+        reflector_add(h.r, h.pods);
+        WAIT_FOR(atomic_load(&h.pods->ctr.not_cached) == 1);
+        cr_expect(reflector_all_synced(h.r), "a parked resource holds /readyz back (%d)", codes[i]);
+        cr_expect(!resource_is_ready(h.pods->res, NULL));
+        /* the retry after backoff is served: cached from now on */
+        cr_assert_eq(resource_wait_fresh(h.pods->res, 100, WAIT_MS, NULL), 0);
+        WAIT_FOR(atomic_load(&h.pods->ctr.not_cached) == 0);
+        cr_expect(reflector_all_synced(h.r));
+        cr_expect_eq(fake_lists(&h.f, PODS), 2);
+        cr_expect_str_eq(fake_wait_watch(&h.f, PODS, 0).rv, "100");
+        h_stop(&h);
+    }
 }
 
 Test(reflector, oversized_list_page_fails_without_growing, .timeout = 30)
