@@ -133,7 +133,7 @@ static void lines_free(char **l, size_t n)
     free(l);
 }
 
-/* The ERROR line a watch from <rv> gets (a 410), as one string. */
+/* The ERROR line of a watch from <rv> (a 410), as one string. */
 static char *too_old_line(const char *base, uint64_t rv)
 {
     char path[128];

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -59,7 +60,8 @@ Test(procmetrics, btime_is_found_after_long_lines)
         text[n + 1] = '7';
         text[n + 2] = '\0';
     }
-    strcat(text, "\nctxt 5\nbtime 1796189757\nprocesses 9\n");
+    snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s",
+             "\nctxt 5\nbtime 1796189757\nprocesses 9\n");
     cr_assert_eq(procmetrics_parse_btime(text, &bt), 0);
     cr_assert_eq(bt, 1796189757);
     cr_assert_eq(procmetrics_parse_btime("cpu 1\nctxt 2\n", &bt), -EINVAL);
