@@ -91,6 +91,14 @@ void http_server_stop(struct http_server *srv);
 /* Number of requests in flight. */
 unsigned http_server_active(const struct http_server *srv);
 
+/* The heap's free pages handed back to the kernel (malloc_trim) after a burst of replies or
+ * after many connections closed, counted over every server of the process. */
+unsigned long http_server_malloc_trims(void);
+
+/* The rule for those trims: <now> alive against a <peak> since the last trim is a trim when at
+ * least <min_drop> are gone and at most 1/<ratio> of the peak is left. Pure; for tests. */
+bool http_trim_due(unsigned peak, unsigned now, unsigned min_drop, unsigned ratio);
+
 /* ---- the request ------------------------------------------------------------------- */
 
 const char *http_req_method(const struct http_req *req);

@@ -59,6 +59,10 @@ static void process_families(struct sbuf *b)
         promtext_family(b, fam[i].name, fam[i].type, fam[i].help);
         promtext_sample(b, fam[i].name, NULL, 0, *fam[i].v);
     }
+    promtext_family(b, "kwp_malloc_trims_total", "counter",
+                    "Times the heap's free pages were given back to the kernel after a burst of "
+                    "replies or after many connections closed.");
+    promtext_sample(b, "kwp_malloc_trims_total", NULL, 0, (double)http_server_malloc_trims());
 }
 
 /* kwp_history_oldest_event_age_seconds: how far back each history reaches, in time. */

@@ -494,6 +494,62 @@ Test(observe, metrics_has_the_operator_families_after_a_few_requests, .timeout =
     srv_stop(&sim, "kwp sim");
 }
 
+/* Polls /metrics until <name>{<labels>} satisfies <pred> against <than> (or REQ_MS passed);
+ * returns the last value read. */
+static double wait_metric(const char *base, const char *name, const char *labels, bool above,
+                          double than)
+{
+    uint64_t end = http_now_ms() + REQ_MS;
+    double v;
+
+    for (;;) {
+        struct expo *e = scrape(base);
+        v = expo_get(e, name, labels);
+        free(e);
+        if ((above ? v > than : v <= than) || http_now_ms() >= end) {
+            return v;
+        }
+        nap(50);
+    }
+}
+
+/*
+ * The pools of closed connections go back to the kernel: 300 watches opened and then closed
+ * leave the open connections at well under half of their peak, and kwp gives the heap's free
+ * pages back (kwp_malloc_trims_total counts it) within a few seconds. Without it the heap keeps
+ * those pages resident (the soak's 105 MB against a 21.5 MB baseline).
+ */
+Test(observe, closing_many_watches_gives_their_memory_back, .timeout = 120)
+{
+    enum { N = 300 };
+    static const char req[] = "GET /api/v1/pods?watch=1&resourceVersion=0 HTTP/1.1\r\n"
+                              "Host: kwp\r\n\r\n";
+    struct srv sim, px;
+    int fds[N];
+    double before, after;
+
+    srv_spawn(&sim, "sim", ARGS("--objects", "5", "--namespaces", "1"), NULL);
+    srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "pods"), NULL);
+    srv_wait_ready(&px, READY_MS);
+    for (int i = 0; i < N; i++) {
+        fds[i] = sock_connect(px.url, 0);
+        cr_assert(fds[i] >= 0 && sock_send_all(fds[i], req, sizeof(req) - 1));
+    }
+    cr_assert_geq(wait_metric(px.url, "kwp_watches_open", "resource=pods", true, N - 1), N,
+                  "every watch is open");
+    nap(1500); /* the acceptor has seen the peak (it looks once a second) */
+    before = wait_metric(px.url, "kwp_malloc_trims_total", "", false, INFINITY);
+    cr_assert(!isnan(before), "kwp_malloc_trims_total is exported");
+    for (int i = 0; i < N; i++) {
+        close(fds[i]);
+    }
+    after = wait_metric(px.url, "kwp_malloc_trims_total", "", true, before);
+    cr_assert_gt(after, before, "a trim after the watches closed");
+    cr_assert_leq(wait_metric(px.url, "kwp_watches_open", "resource=pods", false, 0), 0);
+    srv_stop(&px, "kwp proxy");
+    srv_stop(&sim, "kwp sim");
+}
+
 /* ---- the request log ---------------------------------------------------------------------- */
 
 /* The proxy's stderr log, whole (at most 1 MiB). Caller frees. */

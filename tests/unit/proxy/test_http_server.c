@@ -46,6 +46,21 @@ Test(http_server, has_token_finds_a_comma_separated_element)
     cr_assert_not(http_server_has_token("cl ose", "close"));
 }
 
+/* The trim rule: enough gone, and at most 1/ratio of the peak left. */
+Test(http_server, trim_is_due_once_most_of_a_peak_is_gone)
+{
+    cr_assert(http_trim_due(5000, 0, 256, 2));
+    cr_assert(http_trim_due(5000, 2500, 256, 2));
+    cr_assert_not(http_trim_due(5000, 2501, 256, 2), "more than half left");
+    cr_assert_not(http_trim_due(300, 100, 256, 2), "fewer than 256 gone");
+    cr_assert(http_trim_due(356, 100, 256, 2));
+    cr_assert_not(http_trim_due(0, 0, 256, 2));
+    cr_assert_not(http_trim_due(100, 200, 0, 2), "grown, not shrunk");
+    cr_assert(http_trim_due(64, 8, 0, 8));
+    cr_assert_not(http_trim_due(64, 9, 0, 8));
+    cr_assert(http_trim_due(4000000000u, 0, 256, 8), "no overflow");
+}
+
 Test(http_server, query_slots_are_one_per_ampersand_plus_one_capped)
 {
     char raw[4096];
