@@ -720,8 +720,8 @@ static uint64_t cache_rv(const char *base, const char *ns)
     cr_assert_eq(http_get(url, REQ_MS, &r), 0);
     if (r.code == 200) {
         cJSON *root = cJSON_Parse(r.body);
-        const cJSON *rv = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "metadata"),
-                                              "resourceVersion");
+        const cJSON *rv =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(root, "metadata"), "resourceVersion");
         if (cJSON_IsString(rv)) {
             v = strtoull(rv->valuestring, NULL, 10);
         }
