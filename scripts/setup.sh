@@ -17,7 +17,7 @@ PACKAGES=(
   libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libssl-dev libgnutls28-dev
   libcriterion-dev zlib1g-dev libclang-rt-14-dev libyaml-dev
   clang-format clang-tidy
-  python3-kubernetes
+  python3-kubernetes gnuplot-nox
 )
 
 SUDO=()
