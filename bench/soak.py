@@ -24,11 +24,16 @@ kwp_watch_event_delivery_lag_seconds (bucket-interpolated), watches open, relist
 watchers; also the steady watchers' end-to-end latency per interval from kwp load's per-second
 series (stamp to parse; median of the per-second p50s, the largest per-second p99).
 
-Leak check: the baseline is taken after --baseline-wait s of writes with no client (the history
-window, 75 s by default, is full by then); at the end every client stops, and after --settle s
-the proxy's fds must equal the baseline exactly (except its idle keep-alive connections to the
-upstream, libcurl's cache, counted apart) and its RSS be within --rss-tolerance of it. glibc
-keeps freed memory in its per-thread arenas; with --malloc-trim the script attaches gdb for a
+Leak check: a cold sample after --baseline-wait s of writes with no client (the history window,
+75 s by default, is full by then); then a --warmup of the same load (120 s, one forced relist)
+and --settle s with no client, and the baseline: what the first peak sizes once (glibc's arenas
+per thread, tables sized by the most connections) is in it, so the check sees what the long
+run adds. At the end every client stops, and after --settle s the proxy's fds must equal the
+baseline exactly (except its idle keep-alive connections to the upstream, libcurl's cache,
+counted apart), its RSS be within --rss-tolerance of the baseline, and its heap bytes in use
+(kwp_heap_inuse_bytes, glibc's mallinfo2) within the tolerance or 1 MB. glibc keeps freed
+memory in its per-thread arenas (kwp trims them itself after many connections closed,
+kwp_malloc_trims_total); with --malloc-trim the script also attaches gdb for a
 moment at the baseline and at the end, calls malloc_trim(0) in the proxy and compares the RSS
 after it (both figures are recorded). Off by default: on this VM a gdb attach once broke the
 interrupted syscall of the process it attached to (bench/README.md "Soak").
@@ -180,8 +185,9 @@ def req_line(path):
 class Clients:
     """The script's own clients: connection churn, paged LISTs, slow readers, forced relists."""
 
-    def __init__(self, a, sim, px, px_proc):
+    def __init__(self, a, sim, px, px_proc, warmup=False):
         self.a, self.sim, self.px, self.px_proc = a, sim, px, px_proc
+        self.warmup = warmup
         u = urllib.parse.urlsplit(px)
         self.addr = (u.hostname, u.port)
         self.stop = threading.Event()
@@ -352,20 +358,27 @@ class Clients:
         for s in socks:
             s.close()
 
-    def relists(self):
-        """Every --relist-every s: freeze the proxy, end and compact past its upstream watch."""
-        while not self.stop.wait(self.a.relist_every):
+    def force_relist(self):
+        """Freezes the proxy, ends and compacts past its upstream watch, thaws it."""
+        try:
+            self.px_proc.send_signal(signal.SIGSTOP)
             try:
-                self.px_proc.send_signal(signal.SIGSTOP)
-                try:
-                    http_post(self.sim + "/_sim/drop-watches?resource=pods")
-                    time.sleep(0.5)  # writes the proxy's watch never carries
-                    http_post(self.sim + "/_sim/compact?revision=18446744073709551615")
-                finally:
-                    self.px_proc.send_signal(signal.SIGCONT)
-                self.count("relists_forced")
-            except OSError:
-                self.count("relist_errors")
+                http_post(self.sim + "/_sim/drop-watches?resource=pods")
+                time.sleep(0.5)  # writes the proxy's watch never carries
+                http_post(self.sim + "/_sim/compact?revision=18446744073709551615")
+            finally:
+                self.px_proc.send_signal(signal.SIGCONT)
+            self.count("relists_forced")
+        except OSError:
+            self.count("relist_errors")
+
+    def relists(self):
+        """Every --relist-every s a forced relist (the warm-up: one, at half of it)."""
+        every = self.a.relist_every if not self.warmup else self.a.warmup / 2
+        while not self.stop.wait(every):
+            self.force_relist()
+            if self.warmup:
+                return
 
 
 class Sampler:
@@ -394,8 +407,12 @@ class Sampler:
             "terminated": int(m.get('kwp_terminated_watchers_total{resource="pods"}', 0)),
             "lag_p50_ms": None,
             "lag_p99_ms": None,
+            # glibc's view (kwp_heap_*, not exported under ASan): in use grows with a leak, free
+            # is what glibc's arenas keep
+            "heap_inuse_mb": round(m["kwp_heap_inuse_bytes"] / 1048576, 1) if "kwp_heap_inuse_bytes" in m else None,
+            "heap_free_mb": round(m["kwp_heap_free_bytes"] / 1048576, 1) if "kwp_heap_free_bytes" in m else None,
         }
-        if phase in ("baseline-raw", "baseline", "end", "end-trim"):
+        if phase in ("cold", "baseline-raw", "baseline", "end", "end-trim"):
             row["fd_detail"] = fd_detail(self.px_pid)
         if self.prev_hist is not None:
             for q, k in ((0.5, "lag_p50_ms"), (0.99, "lag_p99_ms")):
@@ -410,9 +427,10 @@ class Sampler:
         else:
             row["proxy_cpu_pct"] = row["sim_cpu_pct"] = None
         self.rows.append(row)
-        print("soak: %6.0fs %-8s rss %6.1f MB fds %5d cpu %5s%% watches %5d lag p50/p99 %s/%s ms load %.1f"
-              % (row["t_s"], phase, row["proxy_rss_mb"], row["proxy_fds"], row["proxy_cpu_pct"],
-                 row["watches_open"], row["lag_p50_ms"], row["lag_p99_ms"], row["loadavg"]), flush=True)
+        print("soak: %6.0fs %-8s rss %6.1f MB heap %s MB fds %5d cpu %5s%% watches %5d lag p50/p99 %s/%s ms load %.1f"
+              % (row["t_s"], phase, row["proxy_rss_mb"], row["heap_inuse_mb"], row["proxy_fds"],
+                 row["proxy_cpu_pct"], row["watches_open"], row["lag_p50_ms"], row["lag_p99_ms"],
+                 row["loadavg"]), flush=True)
         return row
 
 
@@ -433,25 +451,26 @@ def plot(out, rows):
         return
     dat = os.path.join(out, "soak.dat")
     with open(dat, "w") as f:
-        f.write("# min rss_mb fds cpu_pct lag_p50 lag_p99 load_p50 load_p99max\n")
+        f.write("# min rss_mb fds cpu_pct lag_p50 lag_p99 load_p50 load_p99max heap_inuse_mb\n")
         for r in rows:
-            f.write("%.2f %s %s %s %s %s %s %s\n" % (
+            f.write("%.2f %s %s %s %s %s %s %s %s\n" % (
                 r["t_s"] / 60, r["proxy_rss_mb"], r["proxy_fds"], r["proxy_cpu_pct"] or "NaN",
                 r["lag_p50_ms"] if r["lag_p50_ms"] is not None else "NaN",
                 r["lag_p99_ms"] if r["lag_p99_ms"] is not None else "NaN",
                 r.get("load_p50_ms") if r.get("load_p50_ms") is not None else "NaN",
-                r.get("load_p99max_ms") if r.get("load_p99max_ms") is not None else "NaN"))
+                r.get("load_p99max_ms") if r.get("load_p99max_ms") is not None else "NaN",
+                r["heap_inuse_mb"] if r.get("heap_inuse_mb") is not None else "NaN"))
     d = "'%s'" % dat
     script = (
         "set terminal pngcairo size 900,900; set output '%s';"
         "set multiplot layout 4,1; set xlabel 'minutes'; set grid; set key outside right;"
-        "set ylabel 'RSS MB'; plot %s using 1:2 with linespoints title 'proxy RSS';"
+        "set ylabel 'MB'; plot %s using 1:2 with linespoints title 'proxy RSS', %s using 1:9 with linespoints title 'heap in use';"
         "set ylabel 'fds'; plot %s using 1:3 with linespoints title 'proxy fds';"
         "set ylabel 'CPU %%'; plot %s using 1:4 with linespoints title 'proxy CPU';"
         "set ylabel 'ms'; set logscale y; plot %s using 1:5 with linespoints title 'kwp lag p50',"
         " %s using 1:6 with linespoints title 'kwp lag p99', %s using 1:7 with linespoints title 'e2e p50',"
         " %s using 1:8 with linespoints title 'e2e p99 (worst s)';"
-        "unset multiplot" % (os.path.join(out, "soak.png"), d, d, d, d, d, d, d))
+        "unset multiplot" % (os.path.join(out, "soak.png"), d, d, d, d, d, d, d, d))
     subprocess.run(["gnuplot", "-e", script], check=False)
     os.unlink(dat)
 
@@ -460,6 +479,37 @@ def sanitizer_reports(path):
     with open(path, errors="replace") as f:
         text = f.read()
     return [line for line in text.splitlines() if SANITIZER.search(line)]
+
+
+def warm_up(a, sim, px, px_p, smp):
+    """--warmup s of the same load (steady watchers, LISTs, churn, slow readers, one forced relist
+    at half of it), then --settle s with no client: the baseline is taken after it, so that what
+    the first peak sizes once (glibc's arenas per thread, tables sized by the most connections)
+    is in the baseline and the check sees what the long run adds."""
+    secs = int(a.warmup)
+    procs = [subprocess.Popen([a.kwp, "load", "--target", px, "--watchers", str(a.watchers), "--ramp", "1000",
+                               "--duration", "%ds" % secs, "--quiet"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([a.kwp, "load", "--target", px, "--watchers", "0", "--lists", str(a.list_rate),
+                               "--list-query", "limit=100&labelSelector=" + urllib.parse.quote("tier=frontend"),
+                               "--duration", "%ds" % secs, "--quiet"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    cl = Clients(a, sim, px, px_p, warmup=True)
+    cl.start()
+    t_end = time.monotonic() + secs
+    while time.monotonic() < t_end:
+        time.sleep(min(1.0, max(0.0, t_end - time.monotonic())))
+        if px_p.poll() is not None:
+            raise RuntimeError("the proxy died in the warm-up")
+    cl.join()
+    for p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    smp.sample("warmed")
+    time.sleep(a.settle)
 
 
 def main():
@@ -478,6 +528,8 @@ def main():
     ap.add_argument("--relist-every", type=float, default=240, help="seconds between forced relists")
     ap.add_argument("--sample", type=float, default=60, help="seconds between samples")
     ap.add_argument("--baseline-wait", type=float, default=80, help="writes with no client before the baseline")
+    ap.add_argument("--warmup", type=float, default=120,
+                    help="seconds of the same load before the baseline (0: baseline before any client)")
     ap.add_argument("--settle", type=float, default=30, help="seconds after the clients stop")
     ap.add_argument("--rss-tolerance", type=float, default=0.25, help="end RSS may exceed the baseline by this fraction")
     ap.add_argument("--malloc-trim", action="store_true",
@@ -510,6 +562,9 @@ def main():
         print("soak: sim %s proxy %s (%s), logs in %s; baseline after %.0f s" % (sim, px, served, tmp,
                                                                                 a.baseline_wait), flush=True)
         time.sleep(a.baseline_wait)
+        cold = smp.sample("cold")
+        if a.warmup > 0:
+            warm_up(a, sim, px, px_p, smp)
         base_raw = smp.sample("baseline-raw")
         trimmed = a.malloc_trim and not a.asan and malloc_trim(px_p.pid)
         base = smp.sample("baseline") if trimmed else base_raw
@@ -575,7 +630,20 @@ def main():
             # under ASan its allocator (quarantine, no trim) owns the RSS: LeakSanitizer decides
             "rss_back": bool(a.asan) or end["proxy_rss_mb"] <= base["proxy_rss_mb"] * (1 + a.rss_tolerance),
             "sim_fds_baseline": base["sim_fds"], "sim_fds_end": end["sim_fds"],
+            # before any client: what the warm-up left behind (sized once by the peak, never grown
+            # by the run: the baseline above is taken after it)
+            "cold_rss_mb": cold["proxy_rss_mb"], "cold_fds": cold["proxy_fds"],
+            "cold_heap_inuse_mb": cold["heap_inuse_mb"],
+            "heap_inuse_baseline_mb": base["heap_inuse_mb"], "heap_inuse_end_mb": end["heap_inuse_mb"],
+            "heap_inuse_peak_mb": max((r["heap_inuse_mb"] or 0) for r in smp.rows),
         }
+        # the bytes in use (a leak grows them; free arena memory does not): within the tolerance
+        # of the baseline, or 1 MB, whichever is larger; not exported under ASan (LeakSanitizer)
+        if base["heap_inuse_mb"] is not None and end["heap_inuse_mb"] is not None:
+            checks["heap_back"] = end["heap_inuse_mb"] <= max(base["heap_inuse_mb"] * (1 + a.rss_tolerance),
+                                                              base["heap_inuse_mb"] + 1.0)
+        else:
+            checks["heap_back"] = bool(a.asan)
         if not checks["fds_back"] or up_end != up_base:
             checks["fds_detail_baseline"] = base["fd_detail"]
             checks["fds_detail_end"] = end["fd_detail"]
@@ -589,7 +657,7 @@ def main():
         steady_sum["errors"] = sj["errors"]
         lists_sum = {k: lj["list"][k] for k in ("requests", "ok", "missed", "latency_ms")}
         lists_sum["errors"] = lj["errors"]["total"]
-        ok = checks["fds_back"] and checks["rss_back"]
+        ok = checks["fds_back"] and checks["rss_back"] and checks["heap_back"]
     finally:
         if clients is not None:
             clients.join()
@@ -617,7 +685,8 @@ def main():
         json.dump(res, f, indent=1)
     cols = ["t_s", "phase", "proxy_rss_mb", "proxy_fds", "proxy_cpu_s", "proxy_cpu_pct", "sim_rss_mb",
             "sim_fds", "sim_cpu_s", "sim_cpu_pct", "loadavg", "watches_open", "relists", "terminated",
-            "lag_p50_ms", "lag_p99_ms", "load_p50_ms", "load_p99max_ms", "load_events"]
+            "lag_p50_ms", "lag_p99_ms", "load_p50_ms", "load_p99max_ms", "load_events", "heap_inuse_mb",
+            "heap_free_mb"]
     with open(os.path.join(out, "soak.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()

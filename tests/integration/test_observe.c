@@ -526,11 +526,12 @@ Test(observe, closing_many_watches_gives_their_memory_back, .timeout = 120)
                               "Host: kwp\r\n\r\n";
     struct srv sim, px;
     int fds[N];
-    double before, after;
+    double before, after, heap0, heap1;
 
     srv_spawn(&sim, "sim", ARGS("--objects", "5", "--namespaces", "1"), NULL);
     srv_spawn(&px, "proxy", ARGS("--upstream", sim.url, "--resources", "pods"), NULL);
     srv_wait_ready(&px, READY_MS);
+    heap0 = wait_metric(px.url, "kwp_heap_inuse_bytes", "", false, INFINITY);
     for (int i = 0; i < N; i++) {
         fds[i] = sock_connect(px.url, 0);
         cr_assert(fds[i] >= 0 && sock_send_all(fds[i], req, sizeof(req) - 1));
@@ -540,12 +541,21 @@ Test(observe, closing_many_watches_gives_their_memory_back, .timeout = 120)
     nap(1500); /* the acceptor has seen the peak (it looks once a second) */
     before = wait_metric(px.url, "kwp_malloc_trims_total", "", false, INFINITY);
     cr_assert(!isnan(before), "kwp_malloc_trims_total is exported");
+    heap1 = wait_metric(px.url, "kwp_heap_inuse_bytes", "", false, INFINITY);
     for (int i = 0; i < N; i++) {
         close(fds[i]);
     }
     after = wait_metric(px.url, "kwp_malloc_trims_total", "", true, before);
     cr_assert_gt(after, before, "a trim after the watches closed");
     cr_assert_leq(wait_metric(px.url, "kwp_watches_open", "resource=pods", false, 0), 0);
+    /* glibc's bytes in use (absent from a sanitizer build): up with the watches, down after */
+    if (!isnan(heap0)) {
+        cr_assert_gt(heap0, 0);
+        cr_assert_gt(heap1, heap0, "%d open watches hold heap (%.0f -> %.0f bytes)", N, heap0,
+                     heap1);
+        cr_assert_lt(wait_metric(px.url, "kwp_heap_inuse_bytes", "", false, heap1 - 1), heap1,
+                     "closed watches give their heap back");
+    }
     srv_stop(&px, "kwp proxy");
     srv_stop(&sim, "kwp sim");
 }
