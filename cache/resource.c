@@ -1053,8 +1053,16 @@ void resource_stats(struct resource *res, struct resource_stats *out)
     out->history_len = ring_len(res->ring);
     out->history_cap = ring_cap(res->ring);
     out->history_boundary = ring_boundary(res->ring);
-    out->history_oldest_ms =
-        ring_len(res->ring) > 0 ? ring_at(res->ring, ring_tail(res->ring))->t_ms : 0;
+    out->history_oldest_ms = 0;
+    out->history_oldest_rv = 0;
+    out->history_newest_rv = 0;
+    if (ring_len(res->ring) > 0) {
+        const struct ring_event *o = ring_at(res->ring, ring_tail(res->ring));
+
+        out->history_oldest_ms = o->t_ms;
+        out->history_oldest_rv = o->rv;
+        out->history_newest_rv = ring_at(res->ring, ring_head(res->ring) - 1)->rv;
+    }
     out->ready = res->ready;
     unlock(res);
 }
@@ -1578,4 +1586,118 @@ size_t resource_sweep_running(struct resource *res,
     }
     unlock(res);
     return n;
+}
+
+/* ---- lag report ------------------------------------------------------------------------ */
+
+/* Under the lock: what <w> has yet to be sent (see struct watcher_lag). */
+static struct watcher_lag lag_of(struct resource *res, const struct watcher *w, int64_t now_ms)
+{
+    struct watcher_lag l = {0, 0};
+    uint64_t head = ring_head(res->ring);
+    uint64_t tail = ring_tail(res->ring);
+    uint64_t c = w->cursor;
+    uint64_t s;
+
+    /* Suspended: nothing in its scope was pending when it stopped (the invariant above). */
+    if (w->suspended || c >= head) {
+        return l;
+    }
+    /* A watch from a future rv skips the events up to it: they are not pending. */
+    if (c >= tail && ring_at(res->ring, c)->rv <= w->from_rv &&
+        ring_seek(res->ring, w->from_rv, &s, NULL) == 0 && s > c) {
+        c = s;
+        if (c >= head) {
+            return l;
+        }
+    }
+    l.events = head - c;
+    if (c < tail) {
+        c = tail; /* its next event has left the history: the oldest held bounds the age */
+    }
+    if (c < head && now_ms > ring_at(res->ring, c)->t_ms) {
+        l.age_ms = now_ms - ring_at(res->ring, c)->t_ms;
+    }
+    return l;
+}
+
+/* Orders lags: more events first, then older. */
+static bool lag_less(const struct watcher_lag *a, const struct watcher_lag *b)
+{
+    return a->events != b->events ? a->events < b->events : a->age_ms < b->age_ms;
+}
+
+/* The <n> entries of <h> are a min-heap under lag_less; sifts entry <i> down. */
+static void lag_sift_down(struct watcher_lag *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i;
+        size_t l = 2 * i + 1;
+        size_t r = l + 1;
+        struct watcher_lag t;
+
+        if (l < n && lag_less(&h[l], &h[m])) {
+            m = l;
+        }
+        if (r < n && lag_less(&h[r], &h[m])) {
+            m = r;
+        }
+        if (m == i) {
+            return;
+        }
+        t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void lag_sift_up(struct watcher_lag *h, size_t i)
+{
+    while (i > 0 && lag_less(&h[i], &h[(i - 1) / 2])) {
+        struct watcher_lag t = h[i];
+
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+void resource_watcher_lags(struct resource *res, int64_t now_ms, struct watcher_lag *out,
+                           size_t max, struct watcher_lags *sum)
+{
+    size_t n = 0;
+
+    memset(sum, 0, sizeof(*sum));
+    lock(res);
+    for (const struct watcher *w = res->streams; w != NULL; w = w->next) {
+        struct watcher_lag l = lag_of(res, w, now_ms);
+
+        sum->count++;
+        if (l.events > sum->max_events) {
+            sum->max_events = l.events;
+        }
+        if (l.age_ms > sum->max_age_ms) {
+            sum->max_age_ms = l.age_ms;
+        }
+        /* Keep the <max> largest: a min-heap whose root is the smallest kept. */
+        if (n < max) {
+            out[n] = l;
+            lag_sift_up(out, n);
+            n++;
+        } else if (max > 0 && lag_less(&out[0], &l)) {
+            out[0] = l;
+            lag_sift_down(out, n, 0);
+        }
+    }
+    unlock(res);
+    /* Heap to largest-first order, in place (heapsort on the min-heap). */
+    for (size_t k = n; k > 1; k--) {
+        struct watcher_lag t = out[0];
+
+        out[0] = out[k - 1];
+        out[k - 1] = t;
+        lag_sift_down(out, k - 1, 0);
+    }
+    sum->n = n;
 }

@@ -89,9 +89,11 @@ struct resource_stats {
     size_t object_bytes;   /* JSON bytes in the store */
     size_t history_len;    /* events in the ring */
     size_t history_cap;
-    uint64_t history_boundary; /* oldest-1: smallest rv a watch may start from */
-    int64_t history_oldest_ms; /* when the oldest event held was appended (the clock given to
-                                  the writers); 0 when the history is empty */
+    uint64_t history_boundary;  /* oldest-1: smallest rv a watch may start from */
+    uint64_t history_oldest_rv; /* rv of the oldest event held; 0 when the history is empty */
+    uint64_t history_newest_rv; /* rv of the newest event held; 0 when the history is empty */
+    int64_t history_oldest_ms;  /* when the oldest event held was appended (the clock given to
+                                   the writers); 0 when the history is empty */
     bool ready;
 };
 
@@ -357,5 +359,33 @@ size_t resource_tick(struct resource *res, int64_t now_ms,
 size_t resource_sweep_running(struct resource *res,
                               bool (*lagging)(struct watcher *w, int64_t t_ms, void *ctx),
                               void *ctx);
+
+/* One attached STREAM watcher's lag (resource_watcher_lags). */
+struct watcher_lag {
+    uint64_t events; /* events of the history it has not been sent yet: from its cursor (or, for
+                        a watch from a future rv, the first event past that rv) to the newest */
+    int64_t age_ms;  /* now - append time of the oldest of them (of the oldest event held when
+                        they have already left the history); 0 when caught up */
+};
+
+/* What resource_watcher_lags found over every attached STREAM watcher. */
+struct watcher_lags {
+    uint64_t count;      /* attached STREAM watchers (resource_stats' watchers) */
+    uint64_t max_events; /* the largest lag in events among them */
+    int64_t max_age_ms;  /* the largest lag in time among them */
+    size_t n;            /* entries filled in the caller's array: min(count, max) */
+};
+
+/*
+ * The lag of every attached STREAM watcher, read in one critical section (safe against
+ * watchers attaching and detaching on other threads): <sum> gets the count and the maxima
+ * over all of them, and <out> the <max> largest lags, largest first (by events, then age).
+ * A suspended watcher is caught up (nothing in its scope is pending: see resource.c), as is
+ * one whose pending events are all at or below the rv it watches from. <now_ms> is on the
+ * writers' clock (the t_ms given to resource_apply). O(watchers log max) under the lock, no
+ * allocation; <out> may be NULL when <max> is 0. Any thread.
+ */
+void resource_watcher_lags(struct resource *res, int64_t now_ms, struct watcher_lag *out,
+                           size_t max, struct watcher_lags *sum);
 
 #endif

@@ -34,6 +34,7 @@
 #include "proxy/apires.h"
 #include "proxy/auth.h"
 #include "proxy/config.h"
+#include "proxy/debugres.h"
 #include "proxy/discovery.h"
 #include "proxy/execcred.h"
 #include "proxy/gate.h"
@@ -359,6 +360,10 @@ static void proxy_handle(void *app, struct http_req *req)
     }
     if (strcmp(path, "/metrics") == 0) {
         metrics_serve_auth(req, p->reg, p->pt, ready(p, why, sizeof(why)), p->gate, p->auth);
+        return;
+    }
+    if (strcmp(path, DEBUGRES_PATH) == 0) {
+        debugres_serve(req, p->reg, "proxy");
         return;
     }
     cause = HANDLERS_WHY_NOT_RESOURCE;

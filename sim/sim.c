@@ -30,6 +30,7 @@
 #include "cache/rv.h"
 #include "cache/snapshot.h"
 #include "proxy/apires.h"
+#include "proxy/debugres.h"
 #include "proxy/handlers.h"
 #include "proxy/http_server.h"
 #include "proxy/k8s_path.h"
@@ -1189,6 +1190,10 @@ static void sim_handle(void *app, struct http_req *req)
     }
     if (strncmp(path, "/_sim/", 6) == 0) {
         serve_sim(s, req, path);
+        return;
+    }
+    if (strcmp(path, DEBUGRES_PATH) == 0) {
+        debugres_serve(req, s->reg, "sim");
         return;
     }
     rc = k8s_path_parse(path, &p);

@@ -1757,9 +1757,13 @@ Test(resource, stats_give_when_the_oldest_event_held_arrived)
     }
     resource_stats(res, &st);
     cr_assert_eq(st.history_oldest_ms, 13000);
+    cr_assert_eq(st.history_oldest_rv, 13);
+    cr_assert_eq(st.history_newest_rv, 16);
     cr_assert_eq(resource_replace(res, NULL, 0, 20, 0), 0);
     resource_stats(res, &st);
     cr_assert_eq(st.history_oldest_ms, 0, "a relist resets the history");
+    cr_assert_eq(st.history_oldest_rv, 0);
+    cr_assert_eq(st.history_newest_rv, 0);
     resource_free(res);
 }
 
@@ -1829,5 +1833,109 @@ Test(resource, lag_sweep_sees_running_watchers_with_events_waiting)
     resource_watch_detach(res, &run);
     resource_watch_detach(res, &idle);
     resource_watch_detach(res, &asleep);
+    resource_free(res);
+}
+
+/* resource_watcher_lags: events from the cursor to the newest, the age of the oldest pending
+ * one, caught up (0) when suspended or past the newest; largest first; capped. */
+Test(resource, watcher_lags_give_each_watchers_pending_events_largest_first)
+{
+    struct resource *res = new_ready(64, 10);
+    struct watcher w[5];
+    struct waker k[5];
+    struct ring_event ev[8];
+    struct watcher_lag out[8];
+    struct watcher_lags sum;
+
+    resource_watcher_lags(res, 0, NULL, 0, &sum);
+    cr_assert_eq(sum.count, 0);
+    cr_assert_eq(sum.n, 0);
+    for (int i = 0; i < 5; i++) {
+        winit(&w[i], &k[i], res, NULL);
+    }
+    for (uint64_t rv = 11; rv <= 20; rv++) {
+        put_at(res, "o", rv, (int64_t)rv * 1000); /* rv 11 at 11 s ... rv 20 at 20 s */
+    }
+    cr_assert_eq(resource_watch_from(res, &w[0], 10, NULL), 0); /* all 10 pending */
+    cr_assert_eq(resource_watch_from(res, &w[1], 15, NULL), 0); /* 16..20: 5 */
+    cr_assert_eq(resource_watch_from(res, &w[2], 10, NULL), 0);
+    cr_assert_eq(resource_watch_take(res, &w[2], ev, 8), 8); /* 19, 20 left: 2 */
+    cr_assert_eq(resource_watch_from(res, &w[3], 20, NULL), 0);
+    cr_assert_eq(resource_watch_next(res, &w[3], ev, 8), 0);    /* suspended: caught up */
+    cr_assert_eq(resource_watch_from(res, &w[4], 30, NULL), 0); /* a future rv: nothing yet */
+
+    resource_watcher_lags(res, 25000, out, 8, &sum);
+    cr_assert_eq(sum.count, 5);
+    cr_assert_eq(sum.n, 5);
+    cr_assert_eq(sum.max_events, 10);
+    cr_assert_eq(sum.max_age_ms, 14000, "rv 11 appended at 11 s, now 25 s");
+    cr_assert_eq(out[0].events, 10);
+    cr_assert_eq(out[0].age_ms, 14000);
+    cr_assert_eq(out[1].events, 5);
+    cr_assert_eq(out[1].age_ms, 9000, "rv 16 at 16 s");
+    cr_assert_eq(out[2].events, 2);
+    cr_assert_eq(out[2].age_ms, 6000, "rv 19 at 19 s");
+    cr_assert_eq(out[3].events, 0);
+    cr_assert_eq(out[3].age_ms, 0);
+    cr_assert_eq(out[4].events, 0);
+    cr_assert_eq(out[4].age_ms, 0);
+
+    /* capped: the 2 largest of 5, the maxima still over all */
+    memset(out, 0, sizeof(out));
+    resource_watcher_lags(res, 25000, out, 2, &sum);
+    cr_assert_eq(sum.count, 5);
+    cr_assert_eq(sum.n, 2);
+    cr_assert_eq(sum.max_events, 10);
+    cr_assert_eq(out[0].events, 10);
+    cr_assert_eq(out[1].events, 5);
+    cr_assert_eq(out[2].events, 0, "nothing written past the cap");
+
+    /* the reader catches up; a detached one is gone */
+    cr_assert_eq(resource_watch_take(res, &w[0], ev, 8), 8);
+    cr_assert_eq(resource_watch_take(res, &w[0], ev, 8), 2);
+    resource_watch_detach(res, &w[1]);
+    resource_watcher_lags(res, 25000, out, 8, &sum);
+    cr_assert_eq(sum.count, 4);
+    cr_assert_eq(sum.max_events, 2);
+    cr_assert_eq(out[0].events, 2);
+    cr_assert_eq(out[1].events, 0);
+    /* two more: the suspended one is woken and waits for them, the one from rv 30 does not */
+    put_at(res, "o", 21, 21000);
+    put_at(res, "o", 22, 22000);
+    resource_watcher_lags(res, 25000, out, 8, &sum);
+    cr_assert_eq(sum.count, 4);
+    cr_assert_eq(out[0].events, 4, "w2: 19..22");
+    cr_assert_eq(out[1].events, 2);
+    cr_assert_eq(out[1].age_ms, 4000);
+    cr_assert_eq(out[2].events, 2);
+    cr_assert_eq(out[3].events, 0, "w4 skips the events up to rv 30");
+    for (int i = 0; i < 5; i++) {
+        resource_watch_detach(res, &w[i]);
+    }
+    resource_watcher_lags(res, 25000, out, 8, &sum);
+    cr_assert_eq(sum.count, 0);
+    resource_free(res);
+}
+
+/* A watcher whose pending events left the ring: every event up to the newest still counts, its
+ * age is bounded by the oldest event held. */
+Test(resource, watcher_lags_count_events_that_left_the_history)
+{
+    struct resource *res = new_ready(4, 10);
+    struct watcher w;
+    struct waker k;
+    struct watcher_lag out[1];
+    struct watcher_lags sum;
+
+    winit(&w, &k, res, NULL);
+    cr_assert_eq(resource_watch_from(res, &w, 10, NULL), 0);
+    for (uint64_t rv = 11; rv <= 16; rv++) { /* 11 and 12 leave the ring of 4 */
+        put_at(res, "o", rv, (int64_t)rv * 1000);
+    }
+    resource_watcher_lags(res, 20000, out, 1, &sum);
+    cr_assert_eq(sum.n, 1);
+    cr_assert_eq(out[0].events, 6);
+    cr_assert_eq(out[0].age_ms, 7000, "rv 13, the oldest held, at 13 s");
+    resource_watch_detach(res, &w);
     resource_free(res);
 }

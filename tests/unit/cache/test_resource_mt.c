@@ -253,6 +253,45 @@ static void *fresh_main(void *p)
     return NULL;
 }
 
+/* Walks the watchers' lags (the /debug/resources report) while readers attach, read and
+ * detach: every answer must be consistent. A small array, so the cap is exercised. */
+struct lag_walker {
+    struct resource *res;
+    atomic_bool stop;
+    size_t walks;
+    int rc;
+    char why[160];
+};
+
+static void *lag_walker_main(void *p)
+{
+    struct lag_walker *lw = p;
+    int64_t deadline = mono_ms() + DEADLINE_MS;
+
+    while (!atomic_load(&lw->stop) && mono_ms() < deadline) {
+        struct watcher_lag out[3];
+        struct watcher_lags sum;
+
+        resource_watcher_lags(lw->res, (int64_t)(LIST_RV + EVENTS), out, 3, &sum);
+        lw->walks++;
+        if (sum.count > READERS || sum.n != (sum.count < 3 ? sum.count : 3) ||
+            sum.max_events > EVENTS || (sum.n > 0 && out[0].events != sum.max_events)) {
+            snprintf(lw->why, sizeof(lw->why), "count %llu n %zu max %llu",
+                     (unsigned long long)sum.count, sum.n, (unsigned long long)sum.max_events);
+            lw->rc = -EINVAL;
+            break;
+        }
+        for (size_t i = 1; i < sum.n; i++) {
+            if (out[i].events > out[i - 1].events) {
+                snprintf(lw->why, sizeof(lw->why), "not largest first at %zu", i);
+                lw->rc = -EINVAL;
+                return NULL;
+            }
+        }
+    }
+    return NULL;
+}
+
 /* Runs one writer and READERS readers; <scoped> gives reader k the scope ns(k % NS). */
 static void run(bool scoped)
 {
@@ -265,8 +304,11 @@ static void run(bool scoped)
     pthread_t rt[READERS];
     pthread_t wt;
     pthread_t ft[2];
+    struct lag_walker lw = {.res = res};
+    pthread_t lt;
 
     cr_assert_eq(resource_replace(res, NULL, 0, LIST_RV, 0), 0);
+    cr_assert_eq(pthread_create(&lt, NULL, lag_walker_main, &lw), 0);
     for (int k = 0; k < READERS; k++) {
         struct reader *r = &rs[k];
 
@@ -299,6 +341,10 @@ static void run(bool scoped)
         pthread_join(ft[i], NULL);
         cr_expect_eq(fw[i].rc, 0, "freshness waiter %d", i);
     }
+    atomic_store(&lw.stop, true);
+    pthread_join(lt, NULL);
+    cr_expect_eq(lw.rc, 0, "lag walker: %s", lw.why);
+    cr_expect_gt(lw.walks, 0);
     cr_assert_eq(wr.rc, 0);
     for (int k = 0; k < READERS; k++) {
         struct reader *r = &rs[k];
