@@ -359,16 +359,28 @@ class Clients:
             s.close()
 
     def force_relist(self):
-        """Freezes the proxy, ends and compacts past its upstream watch, thaws it."""
+        """Freezes the proxy, ends and compacts past its upstream watch, thaws it; records what the
+        sim answered and whether kwp relisted (kwp_relists_total 10 s later) in "relist_log"."""
         try:
+            before = metrics(self.px)
             self.px_proc.send_signal(signal.SIGSTOP)
+            t0 = time.time()
             try:
-                http_post(self.sim + "/_sim/drop-watches?resource=pods")
+                dropped = http_post(self.sim + "/_sim/drop-watches?resource=pods")
                 time.sleep(0.5)  # writes the proxy's watch never carries
-                http_post(self.sim + "/_sim/compact?revision=18446744073709551615")
+                compacted = http_post(self.sim + "/_sim/compact?revision=18446744073709551615")
             finally:
                 self.px_proc.send_signal(signal.SIGCONT)
             self.count("relists_forced")
+            time.sleep(10)
+            after = metrics(self.px)
+            k_rel, k_up = 'kwp_relists_total{resource="pods"}', 'kwp_upstream_watch_requests_total{resource="pods"}'
+            entry = {"t": time.strftime("%H:%M:%S", time.gmtime(t0)), "dropped": dropped.decode(errors="replace").strip(),
+                     "compacted": compacted.decode(errors="replace").strip(),
+                     "relisted": after.get(k_rel, 0) > before.get(k_rel, 0),
+                     "upstream_watches": after.get(k_up, 0) - before.get(k_up, 0)}
+            with self.lock:
+                self.c.setdefault("relist_log", []).append(entry)
         except OSError:
             self.count("relist_errors")
 
