@@ -363,6 +363,8 @@ class Clients:
         sim answered and whether kwp relisted (kwp_relists_total 10 s later) in "relist_log"."""
         try:
             before = metrics(self.px)
+            st0 = json.loads(http_get(self.sim + "/_sim/stats"))
+            rev0 = st0["revision"]
             self.px_proc.send_signal(signal.SIGSTOP)
             t0 = time.time()
             try:
@@ -374,11 +376,15 @@ class Clients:
             self.count("relists_forced")
             time.sleep(10)
             after = metrics(self.px)
+            st1 = json.loads(http_get(self.sim + "/_sim/stats"))
             k_rel, k_up = 'kwp_relists_total{resource="pods"}', 'kwp_upstream_watch_requests_total{resource="pods"}'
-            entry = {"t": time.strftime("%H:%M:%S", time.gmtime(t0)), "dropped": dropped.decode(errors="replace").strip(),
+            entry = {"t": time.strftime("%H:%M:%S", time.gmtime(t0)), "revision_before": rev0, "dropped": dropped.decode(errors="replace").strip(),
                      "compacted": compacted.decode(errors="replace").strip(),
                      "relisted": after.get(k_rel, 0) > before.get(k_rel, 0),
-                     "upstream_watches": after.get(k_up, 0) - before.get(k_up, 0)}
+                     "upstream_watches": after.get(k_up, 0) - before.get(k_up, 0),
+                     "sim_pods_watches": st1["resources"]["pods"]["watches"] - st0["resources"]["pods"]["watches"],
+                     "sim_pods_watches_open": [st0["resources"]["pods"]["watches_open"],
+                                               st1["resources"]["pods"]["watches_open"]]}
             with self.lock:
                 self.c.setdefault("relist_log", []).append(entry)
         except OSError:
