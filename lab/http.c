@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,7 +278,7 @@ struct lab_watch {
     size_t n, cap, next; /* next: the first event lab_watch_next has not returned */
     long status;
     bool ended;
-    volatile bool abort; /* set by lab_watch_close; read by the progress callback */
+    atomic_bool abort; /* set by lab_watch_close; the watch thread looks every 50 ms */
 };
 
 static enum lab_ev_type ev_type(const char *t)
@@ -363,11 +364,24 @@ static size_t watch_body(char *p, size_t size, size_t n, void *ctx)
     return len;
 }
 
-static int watch_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+/* Runs <c> on a multi handle until it is done or w->abort (seen within 50 ms). */
+static void watch_perform(struct lab_watch *w, CURL *c)
 {
-    struct lab_watch *w = ctx;
+    CURLM *m = curl_multi_init();
+    int running = 1;
 
-    return w->abort ? 1 : 0;
+    if (!m || curl_multi_add_handle(m, c) != CURLM_OK) {
+        curl_multi_cleanup(m);
+        return;
+    }
+    while (running && !w->abort) {
+        if (curl_multi_perform(m, &running) != CURLM_OK ||
+            (running && curl_multi_poll(m, NULL, 0, 50, NULL) != CURLM_OK)) {
+            break;
+        }
+    }
+    curl_multi_remove_handle(m, c);
+    curl_multi_cleanup(m);
 }
 
 static void *watch_main(void *arg)
@@ -383,14 +397,11 @@ static void *watch_main(void *arg)
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, watch_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, watch_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, w->timeout_ms);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-        (void)curl_easy_perform(c);
+        watch_perform(w, c);
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
         curl_easy_cleanup(c);
     }
@@ -488,9 +499,10 @@ void lab_watch_close(struct lab_watch *w)
 
 /* One configmap write on <c> (create when <create>, else an unconditional PUT). Returns the
  * new RV or 0 on failure. */
-static uint64_t write_one(CURL *c, const char *base, const char *ns, const char *name, uint64_t seq,
-                          bool create)
+static uint64_t write_method(CURL *c, const char *base, const char *ns, const char *method,
+                             const char *name, uint64_t seq)
 {
+    bool create = strcmp(method, "POST") == 0;
     char url[1024], body[512];
     struct buf b = {.max = 1 << 20};
     struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
@@ -508,8 +520,8 @@ static uint64_t write_one(CURL *c, const char *base, const char *ns, const char 
              "\"namespace\":\"%s\"},\"data\":{\"seq\":\"%" PRIu64 "\"}}",
              name, ns, seq);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, create ? "POST" : "PUT");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, strcmp(method, "DELETE") == 0 ? "" : body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
@@ -525,9 +537,28 @@ static uint64_t write_one(CURL *c, const char *base, const char *ns, const char 
 
         rv = lab_json_rv(j);
         cJSON_Delete(j);
+        if (rv == 0) {
+            rv = 1; /* a DELETE answered with a Status: done, RV unknown */
+        }
     }
     curl_slist_free_all(hl);
     free(b.data);
+    return rv;
+}
+
+static uint64_t write_one(CURL *c, const char *base, const char *ns, const char *name, uint64_t seq,
+                          bool create)
+{
+    return write_method(c, base, ns, create ? "POST" : "PUT", name, seq);
+}
+
+uint64_t lab_write(struct lab *lab, const char *base, const char *method, const char *name,
+                   uint64_t seq)
+{
+    CURL *c = curl_easy_init();
+    uint64_t rv = c ? write_method(c, base, lab->ns, method, name, seq) : 0;
+
+    curl_easy_cleanup(c);
     return rv;
 }
 
@@ -541,7 +572,7 @@ struct lab_writer {
     int objects;
     struct lab_write *log;
     size_t n, cap, errors;
-    volatile bool stop;
+    atomic_bool stop;
     bool joined;
 };
 

@@ -259,6 +259,12 @@ size_t lab_writer_errors(struct lab_writer *w);
 void lab_writer_stop(struct lab_writer *w);
 void lab_writer_free(struct lab_writer *w);
 
+/* One write of configmap <name> in lab_ns(): "POST" creates it, "PUT" replaces it (data.seq =
+ * <seq>), "DELETE" deletes it. Returns the RV the server answered (1 for a DELETE answered
+ * without one), 0 on failure. */
+uint64_t lab_write(struct lab *lab, const char *base, const char *method, const char *name,
+                   uint64_t seq);
+
 /* Makes <n> writes now, as fast as the server answers (same objects and log format as the
  * writer, objects "lab-b-<i % objects>"). Returns the writes that succeeded; *last_rv gets the
  * last RV (if not NULL). */
