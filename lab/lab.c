@@ -22,6 +22,7 @@ static const struct lab_experiment *const experiments[] = {
     &lab_exp_too_old,
     &lab_exp_too_large,
     &lab_exp_rv_semantics,
+    &lab_exp_window,
 };
 #define N_EXPERIMENTS (sizeof(experiments) / sizeof(experiments[0]))
 
@@ -371,7 +372,7 @@ static int run_gnuplot(const char *gp, const char *log)
 
 int lab_plot(struct lab *lab, const char *data, const char *script)
 {
-    char base[LAB_PATH_MAX], dat[LAB_PATH_MAX + 8], gp[LAB_PATH_MAX + 8], log[LAB_PATH_MAX + 32];
+    char base[LAB_PATH_MAX], dat[LAB_PATH_MAX + 8], gp[LAB_PATH_MAX + 8], log[LAB_PATH_MAX + 8];
     char pre[LAB_PATH_MAX + 200];
     const char *png = lab->opts.plot;
     size_t bl;
@@ -388,7 +389,7 @@ int lab_plot(struct lab *lab, const char *data, const char *script)
     snprintf(base, sizeof(base), "%.*s", (int)bl, png);
     snprintf(dat, sizeof(dat), "%s.dat", base);
     snprintf(gp, sizeof(gp), "%s.gp", base);
-    snprintf(log, sizeof(log), "%s/gnuplot.log", lab->dir);
+    snprintf(log, sizeof(log), "%s.log", base);
     snprintf(pre, sizeof(pre),
              "# kwp lab run %s: data in the .dat next to this file\n"
              "set terminal pngcairo size 1000,640 noenhanced\nset output '%s'\n",
