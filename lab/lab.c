@@ -412,6 +412,7 @@ int lab_plot(struct lab *lab, const char *data, const char *script)
                  dat, gp);
         return -1;
     }
+    unlink(log);
     lab_note(lab, "plot: %s (data %s, script %s)", png, dat, gp);
     cJSON_AddStringToObject(lab->results, "plot", png);
     return 0;
@@ -506,9 +507,7 @@ static void remove_dir(const char *dir)
     char path[LAB_PATH_MAX + 300];
     FILE *p;
 
-    /* the run's own files: the child logs and gnuplot.log */
-    snprintf(path, sizeof(path), "%s/gnuplot.log", dir);
-    unlink(path);
+    /* the run's own files: the child logs */
     for (int i = 0; i < LAB_PROCS_MAX; i++) {
         snprintf(path, sizeof(path), "%s/sim-%d.log", dir, i);
         unlink(path);
