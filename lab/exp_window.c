@@ -123,13 +123,14 @@ static int run_cfg(struct lab *lab, const char *base, const struct window_cfg *c
             lab_sleep_ms(200);
         }
         for (int round = 0; round < c->rounds; round++) {
-            uint64_t now = lab_now_ms(), b = 0;
+            uint64_t b = 0;
 
             lab_progress(lab, "%s, R=%.0f/s: probing, round %d of %d", c->name, r, round + 1,
                          c->rounds);
-            log = lab_writer_log(w, &n);
             for (size_t ti = 0; ti < c->n_t; ti++) {
-                uint64_t ms = (uint64_t)(c->t[ti] * 1000.0);
+                uint64_t ms = (uint64_t)(c->t[ti] * 1000.0), now = lab_now_ms();
+
+                log = lab_writer_log(w, &n); /* entries never move (lab.h) */
                 uint64_t rv = rv_at(log, n, now > ms ? now - ms : 0);
 
                 if (rv && probe(lab_proc_url(proxy), lab_ns(lab), rv, &b)) {

@@ -15,13 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "lab/lab_int.h"
 
 #define WATCH_EVENTS_MAX (4u << 20) /* events kept per watch */
 #define WATCH_LINE_MAX (4u << 20)   /* longest event line */
-#define WRITER_LOG_MAX (10u << 20)
+/* The writer's log is one mapping reserved at start (pages are committed as they are written), so
+ * entries never move while the writer appends: readers may hold the pointer. */
+#define WRITER_LOG_MAX (4u << 20)
 #define REQ_TIMEOUT_MS 10000
 
 /* ---- requests ------------------------------------------------------------------------ */
@@ -581,16 +584,7 @@ static void log_write(struct lab_writer *w, uint64_t rv, const char *name)
     pthread_mutex_lock(&w->mu);
     if (rv == 0) {
         w->errors++;
-    } else if (w->n < WRITER_LOG_MAX) {
-        if (w->n == w->cap) {
-            size_t cap = w->cap ? w->cap * 2 : 1024;
-            struct lab_write *l = realloc(w->log, cap * sizeof(*l));
-
-            if (l) {
-                w->log = l;
-                w->cap = cap;
-            }
-        }
+    } else {
         if (w->n < w->cap) {
             struct lab_write *e = &w->log[w->n++];
 
@@ -637,9 +631,17 @@ struct lab_writer *lab_writer_start(struct lab *lab, const char *base, double ra
     snprintf(w->ns, sizeof(w->ns), "%s", lab->ns);
     w->rate = rate < 1 ? 1 : rate > 100000 ? 100000 : rate;
     w->objects = objects < 1 ? 1 : objects;
+    w->log = mmap(NULL, WRITER_LOG_MAX * sizeof(*w->log), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (w->log == MAP_FAILED) {
+        free(w);
+        return NULL;
+    }
+    w->cap = WRITER_LOG_MAX;
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
         pthread_mutex_destroy(&w->mu);
+        munmap(w->log, WRITER_LOG_MAX * sizeof(*w->log));
         free(w);
         return NULL;
     }
@@ -692,7 +694,7 @@ void lab_writer_free(struct lab_writer *w)
     if (w) {
         lab_writer_stop(w);
         pthread_mutex_destroy(&w->mu);
-        free(w->log);
+        munmap(w->log, WRITER_LOG_MAX * sizeof(*w->log));
         free(w);
     }
 }

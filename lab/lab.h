@@ -247,7 +247,9 @@ struct lab_writer;
 /*
  * Starts a thread that makes <rate> writes per second (paced, 1..100000) of configmaps
  * lab-w-0..lab-w-<objects-1> in lab_ns(): creates each once, then updates them in turn
- * (PUT). Every write is logged (up to 10 million). The namespace must exist. NULL on error.
+ * (PUT). Every write is logged (up to 4 million; the log is reserved once and never moves, so
+ * a pointer from lab_writer_log stays valid while the writer runs). The namespace must exist.
+ * NULL on error.
  */
 struct lab_writer *lab_writer_start(struct lab *lab, const char *base, double rate, int objects);
 /* Writes done so far, and the log (lent; entries [0, n) stay valid until lab_writer_free). */
