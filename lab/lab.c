@@ -557,6 +557,9 @@ static int run(const struct lab_experiment *exp, const struct lab_opts *o)
                            "--upstream");
     } else {
         rc = exp->run(lab);
+        if (rc == 0 && o->plot && !cJSON_HasObjectItem(lab->results, "plot")) {
+            lab_note(lab, "plot: %s draws no plot; %s not written", exp->name, o->plot);
+        }
     }
     lab_progress_done(lab);
     delete_ns(lab);
@@ -573,7 +576,7 @@ static int run(const struct lab_experiment *exp, const struct lab_opts *o)
         }
         free(text);
     }
-    if (rc == 0) {
+    if (rc == 0 || lab->n_procs == 0) {
         remove_dir(lab->dir);
     } else {
         fprintf(stderr, "kwp lab: child logs in %s\n", lab->dir);
