@@ -191,8 +191,8 @@ static int run_cfg(struct lab *lab, const char *base, const struct window_cfg *c
             cJSON_AddNumberToObject(cell, "p", p[ti]);
             cJSON_AddItemToArray(pj, cell);
             if (*dat_len < dat_cap) {
-                *dat_len += (size_t)snprintf(dat + *dat_len, dat_cap - *dat_len, "%g %g %g\n",
-                                             c->t[ti], r, p[ti]);
+                *dat_len += (size_t)snprintf(dat + *dat_len, dat_cap - *dat_len, "%g %zu %g %g\n",
+                                             c->t[ti], ri, p[ti], r);
             }
         }
         if (*dat_len < dat_cap) {
@@ -263,13 +263,27 @@ static int run(struct lab *lab)
             return -1;
         }
     }
-    lab_plot(lab, dat,
-             "set title 'P(re-watch gets 410): disconnect t x write rate R (fixed window of "
-             "the first configuration)'\n"
-             "set xlabel 'disconnect t (s)'\nset ylabel 'writes/s R'\n"
-             "set cblabel 'P(410)'\nset cbrange [0:1]\nset view map\nset pm3d map "
-             "corners2color c1\nset palette defined (0 'white', 1 'red')\n"
-             "splot $DAT using 1:2:3 with pm3d notitle\n");
+    {
+        /* one row per rate (evenly spaced, labelled with the rate), one column per t */
+        char script[2048], tics[512] = "";
+        size_t tl = 0;
+
+        for (size_t i = 0; i < cfgs[0].n_rates && tl < sizeof(tics); i++) {
+            tl += (size_t)snprintf(tics + tl, sizeof(tics) - tl, "%s\"%g\" %zu", i ? ", " : "",
+                                   cfgs[0].rates[i], i);
+        }
+        snprintf(script, sizeof(script),
+                 "set title 'P(re-watch gets 410): disconnect t x write rate R, window of %d "
+                 "events (computed boundary %d / R)'\n"
+                 "set xlabel 'disconnect t (s)'\nset ylabel 'writes/s R'\nset ytics (%s)\n"
+                 "set cblabel 'P(410)'\nset cbrange [0:1]\n"
+                 "set palette defined (0 'white', 1 'red')\n"
+                 "plot $DAT using 1:2:3 with image notitle, \\\n"
+                 "     $DAT using ($4 > 0 ? %d.0 / $4 : 1/0):2 with points pt 7 lc 'black' "
+                 "title 'window / R'\n",
+                 cfgs[0].events, cfgs[0].events, tics, cfgs[0].events);
+        lab_plot(lab, dat, script);
+    }
     free(dat);
     rates = cJSON_GetObjectItem(cJSON_GetArrayItem(out, 0), "rates");
     for (const cJSON *r = rates ? rates->child : NULL; r; r = r->next) {
