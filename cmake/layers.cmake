@@ -1,13 +1,14 @@
 # layers.cmake - fails the build when a source includes a header from a layer above its own
-# (DESIGN.md "Layout": cmd/ -> sim/, load/, bench/ -> proxy/ -> cache/).
+# (DESIGN.md "Layout": cmd/ -> sim/, load/, lab/, bench/ -> proxy/ -> cache/).
 # Run as: cmake -DKWP_SRC=<source dir> -P cmake/layers.cmake (the kwp_layers target).
 set(forbidden_cache "proxy|sim|load|cmd|bench")
 set(forbidden_proxy "sim|load|cmd|bench")
 set(forbidden_sim "load|cmd|bench")
 set(forbidden_load "sim|cmd|bench")
 set(forbidden_bench "sim|load|cmd")
+set(forbidden_lab "sim|load|cmd|bench")
 set(bad "")
-foreach(layer cache proxy sim load bench)
+foreach(layer cache proxy sim load bench lab)
   file(GLOB srcs ${KWP_SRC}/${layer}/*.c ${KWP_SRC}/${layer}/*.h)
   foreach(src ${srcs})
     file(STRINGS ${src} hits REGEX "^[ \t]*#[ \t]*include[ \t]*\"(${forbidden_${layer}})/")

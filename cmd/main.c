@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/demo.h"
+#include "lab/lab.h"
 #include "load/load.h"
 #include "proxy/log.h"
 #include "sim/sim.h"
@@ -21,6 +22,7 @@ static void usage(FILE *f)
           "  sim     a simulated kube-apiserver (test upstream, 410 lab)\n"
           "  demo    sim + proxy in one process: the embedded default, nothing else needed\n"
           "  load    watch fan-out load generator and reporter (latency, throughput, 410s)\n"
+          "  lab     the 410 lab: experiments on too old / too large resourceVersions\n"
           "\n"
           "environment: KWP_LOG_LEVEL=debug|info|warn|error; every flag has a KWP_* twin.\n"
           "Run 'kwp COMMAND --help' for the flags of a command.\n",
@@ -60,6 +62,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "load") == 0) {
         return load_main(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "lab") == 0) {
+        return lab_main(argc - 1, argv + 1);
     }
     fprintf(stderr, "kwp: unknown command %s\n\n", argv[1]);
     usage(stderr);
