@@ -21,6 +21,7 @@
 static const struct lab_experiment *const experiments[] = {
     &lab_exp_too_old,
     &lab_exp_relist_storm,
+    &lab_exp_compaction,
 };
 #define N_EXPERIMENTS (sizeof(experiments) / sizeof(experiments[0]))
 
