@@ -20,6 +20,7 @@
 /* The experiments, in the order a person meets the problem (docs/410.md). */
 static const struct lab_experiment *const experiments[] = {
     &lab_exp_too_old,
+    &lab_exp_bookmarks,
     &lab_exp_relist_storm,
     &lab_exp_compaction,
 };
