@@ -55,7 +55,7 @@ static int storm(struct lab *lab, const char *sim, const char *target, int n, st
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps", lab_ns(lab));
     for (int i = 0; i < n; i++) {
-        inf[i] = lab_informer_start(target, path, 0, false);
+        inf[i] = lab_informer_start(target, path, 0, false, 0);
     }
     /* wait until every informer has listed and is watching */
     deadline = lab_now_ms() + CONVERGE_MS;

@@ -25,6 +25,7 @@ struct lab_informer {
     char path[INF_URL_MAX];
     int timeout_s;
     bool bookmarks;
+    long gap_ms;
     volatile bool stop;
     struct lab_inf_stats st;
 };
@@ -159,12 +160,15 @@ static void *inf_main(void *arg)
         if (inf_watch(inf, &rv) != 0) {
             need_list = true;
         }
+        for (long waited = 0; !inf->stop && waited < inf->gap_ms; waited += INF_POLL_MS) {
+            lab_sleep_ms(INF_POLL_MS); /* the client is away before it re-watches */
+        }
     }
     return NULL;
 }
 
 struct lab_informer *lab_informer_start(const char *base, const char *path, int timeout_s,
-                                        bool bookmarks)
+                                        bool bookmarks, long gap_ms)
 {
     struct lab_informer *inf = calloc(1, sizeof(*inf));
 
@@ -175,6 +179,7 @@ struct lab_informer *lab_informer_start(const char *base, const char *path, int 
     snprintf(inf->path, sizeof(inf->path), "%s", path);
     inf->timeout_s = timeout_s;
     inf->bookmarks = bookmarks;
+    inf->gap_ms = gap_ms;
     pthread_mutex_init(&inf->mu, NULL);
     if (pthread_create(&inf->thread, NULL, inf_main, inf) != 0) {
         pthread_mutex_destroy(&inf->mu);

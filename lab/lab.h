@@ -292,10 +292,11 @@ struct lab_informer;
  * Starts a list+watch client in its own thread on <base><path> (a collection path): LIST,
  * WATCH from its RV (with timeoutSeconds=<timeout_s> when > 0, allowWatchBookmarks when
  * <bookmarks>), re-watch from the last RV seen when a stream ends, LIST again after a 410 or
- * an error. Never touches a struct lab. NULL when out of memory.
+ * an error; <gap_ms> > 0: wait that long after each stream before the next request (a
+ * client that is away a while). Never touches a struct lab. NULL when out of memory.
  */
 struct lab_informer *lab_informer_start(const char *base, const char *path, int timeout_s,
-                                        bool bookmarks);
+                                        bool bookmarks, long gap_ms);
 void lab_informer_stats(struct lab_informer *inf, struct lab_inf_stats *out);
 /* Stops (the current request ends within about a second) and frees. NULL-safe. */
 void lab_informer_free(struct lab_informer *inf);
