@@ -4,9 +4,11 @@
  * only the last --history-events revisions; the lab's configmaps get one write per trial and
  * then stay quiet. Four watches from that write's RV, directly and through kwp proxy, with
  * and without allowWatchBookmarks, stay open for the quiet period, are cut, and re-watch
- * from the last RV they saw (the write's, or the last BOOKMARK's). Measured: 410s on the
- * re-watch (each one a relist), bookmarks received, and how far behind the revision the RV
- * they re-watched from was.
+ * from the last RV they saw (the write's, or the last BOOKMARK's). Two disconnects: the
+ * client's connection drops (the server keeps its history), or the apiserver restarts (the
+ * simulator's reset-history + drop-watches for configmaps: the history starts again at the
+ * current revision). Measured: 410s on the re-watch (each one a relist), bookmarks received,
+ * and how far behind the revision the RV they re-watched from was.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,6 +18,9 @@
 #include "lab/lab.h"
 
 #define MODES 4
+#define KINDS 2
+
+static const char *const kinds[KINDS] = {"connection drop", "apiserver restart"};
 #define REWATCH_WAIT_MS 1500
 
 struct mode {
@@ -46,14 +51,20 @@ static int run(struct lab *lab)
                               "1s",
                               NULL};
     const char *proxy_args[] = {"--bookmark-interval", "1s", NULL};
-    const char *cols[] = {"path",       "allowWatchBookmarks", "trials",  "bookmarks/trial",
-                          "RVs behind", "re-watch 410s",       "relists", "410 rate"};
-    struct mode m[MODES] = {{"direct", false, NULL, 0, 0, 0, 0, 0},
-                            {"direct", true, NULL, 0, 0, 0, 0, 0},
-                            {"kwp", false, NULL, 0, 0, 0, 0, 0},
-                            {"kwp", true, NULL, 0, 0, 0, 0, 0}};
-    int trials = lab_quick(lab) ? 3 : 10;
-    uint64_t quiet_ms = lab_quick(lab) ? 4000 : 8000;
+    const char *cols[] = {"disconnect",      "path",       "allowWatchBookmarks", "trials",
+                          "bookmarks/trial", "RVs behind", "re-watch 410s",       "relists",
+                          "410 rate"};
+    struct mode mm[KINDS][MODES] = {{{"direct", false, NULL, 0, 0, 0, 0, 0},
+                                     {"direct", true, NULL, 0, 0, 0, 0, 0},
+                                     {"kwp", false, NULL, 0, 0, 0, 0, 0},
+                                     {"kwp", true, NULL, 0, 0, 0, 0, 0}},
+                                    {{"direct", false, NULL, 0, 0, 0, 0, 0},
+                                     {"direct", true, NULL, 0, 0, 0, 0, 0},
+                                     {"kwp", false, NULL, 0, 0, 0, 0, 0},
+                                     {"kwp", true, NULL, 0, 0, 0, 0, 0}}};
+    struct mode *m;
+    int trials = lab_quick(lab) ? 3 : 6;
+    uint64_t quiet_ms = lab_quick(lab) ? 3000 : 8000;
     struct lab_proc *sim_p, *proxy;
     const char *sim = lab_server(lab, sim_args, &sim_p);
     struct lab_table *t;
@@ -71,17 +82,21 @@ static int run(struct lab *lab)
     if (!proxy) {
         return lab_fail(lab, "kwp proxy did not start");
     }
-    for (int i = 0; i < MODES; i++) {
-        m[i].base = i < 2 ? sim : lab_proc_url(proxy);
+    for (int k = 0; k < KINDS; k++) {
+        for (int i = 0; i < MODES; i++) {
+            mm[k][i].base = i < 2 ? sim : lab_proc_url(proxy);
+        }
     }
-    for (int trial = 0; trial < trials; trial++) {
+    for (int trial = 0; trial < KINDS * trials; trial++) {
+        int kind = trial / trials; /* every drop first: a restart changes the history */
         struct lab_watch *w[MODES];
         uint64_t last[MODES], x = 0, end;
         char path[512];
         double rev;
 
-        lab_progress(lab, "trial %d/%d: quiet for %.0f s", trial + 1, trials,
-                     (double)quiet_ms / 1000.0);
+        m = mm[kind];
+        lab_progress(lab, "trial %d/%d (%s): quiet for %.0f s", trial + 1, KINDS * trials,
+                     kinds[kind], (double)quiet_ms / 1000.0);
         if (lab_write_burst(lab, sim, 1, 1, &x) != 1) {
             return lab_fail(lab, "the configmap write failed");
         }
@@ -111,7 +126,30 @@ static int run(struct lab *lab)
             }
             lab_sleep_ms(50);
         }
+        if (kind == 1) {
+            struct lab_resp r1, r2;
+            int bad = lab_http("POST", sim, "/_sim/reset-history?resource=configmaps", NULL, 5000,
+                               &r1) != 0 ||
+                      r1.code != 200 ||
+                      lab_http("POST", sim, "/_sim/drop-watches?resource=configmaps", NULL, 5000,
+                               &r2) != 0 ||
+                      r2.code != 200;
+
+            lab_resp_free(&r1);
+            lab_resp_free(&r2);
+            if (bad) {
+                return lab_fail(lab, "POST /_sim/reset-history or /_sim/drop-watches failed");
+            }
+            lab_sleep_ms(300); /* kwp has relisted */
+        }
         for (int i = 0; i < MODES; i++) {
+            struct lab_event ev;
+
+            while (w[i] && lab_watch_next(w[i], &ev, 0) == 1) { /* a last BOOKMARK, if any */
+                if (ev.type != LAB_EV_ERROR && ev.rv > last[i]) {
+                    last[i] = ev.rv;
+                }
+            }
             lab_watch_close(w[i]); /* the disconnect */
         }
         rev = lab_sim_stat(sim, NULL, "revision");
@@ -135,13 +173,17 @@ static int run(struct lab *lab)
         }
     }
     t = lab_table_new(lab, "rewatch", "re-watch after a quiet period while other resources churn",
-                      cols, 8);
+                      cols, 9);
     arr = cJSON_AddArrayToObject(lab_results(lab), "modes");
-    dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "# mode rate410\n");
-    for (int i = 0; i < MODES; i++) {
+    dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "# mode label rate410\n");
+    for (int x = 0; x < KINDS * MODES; x++) {
+        int i = x % MODES;
+
+        m = mm[x / MODES];
         double rate = m[i].trials ? (double)m[i].gone / (double)m[i].trials : 0;
         cJSON *j = cJSON_CreateObject();
 
+        lab_table_cell(t, "%s", kinds[x / MODES]);
         lab_table_cell(t, "%s", m[i].path);
         lab_table_cell(t, "%s", m[i].bookmarks ? "true" : "false");
         lab_table_cell(t, "%zu", m[i].trials);
@@ -150,6 +192,7 @@ static int run(struct lab *lab)
         lab_table_cell(t, "%zu", m[i].gone);
         lab_table_cell(t, "%zu", m[i].gone);
         lab_table_cell(t, "%.2f", rate);
+        cJSON_AddStringToObject(j, "disconnect", x / MODES ? "restart" : "drop");
         cJSON_AddStringToObject(j, "path", m[i].path);
         cJSON_AddBoolToObject(j, "allowWatchBookmarks", m[i].bookmarks);
         cJSON_AddNumberToObject(j, "trials", (double)m[i].trials);
@@ -160,8 +203,9 @@ static int run(struct lab *lab)
         cJSON_AddNumberToObject(j, "endedEarly", (double)m[i].ended_early);
         cJSON_AddNumberToObject(j, "rate410", rate);
         cJSON_AddItemToArray(arr, j);
-        dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "%d \"%s%s\" %.3f\n", i, m[i].path,
-                               m[i].bookmarks ? "+bookmarks" : "", rate);
+        dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "%d \"%s %s%s\" %.3f\n", x,
+                               x / MODES ? "restart" : "drop", m[i].path,
+                               m[i].bookmarks ? "+bm" : "", rate);
     }
     lab_table_end(t);
     cJSON_AddNumberToObject(lab_results(lab), "quietSeconds", (double)quiet_ms / 1000.0);
@@ -172,12 +216,15 @@ static int run(struct lab *lab)
              "set style fill solid 0.8\nset boxwidth 0.6\nset yrange [0:1.1]\n"
              "set ylabel 'fraction of re-watches that got 410'\nset grid y\n"
              "plot $DAT using 1:3:xtic(2) with boxes notitle\n");
+    m = mm[1];
     lab_conclude(lab,
                  "a resource quiet for %.0f s while others churn (100 writes/s, 200 revisions "
-                 "kept): re-watching directly got 410 in %zu/%zu trials without bookmarks and "
-                 "%zu/%zu with them; through kwp %zu/%zu and %zu/%zu",
-                 (double)quiet_ms / 1000.0, m[0].gone, m[0].trials, m[1].gone, m[1].trials,
-                 m[2].gone, m[2].trials, m[3].gone, m[3].trials);
+                 "kept): after a connection drop no re-watch got 410 (%zu, %zu, %zu, %zu); "
+                 "after an apiserver restart directly %zu/%zu without bookmarks and %zu/%zu "
+                 "with them, through kwp %zu/%zu and %zu/%zu",
+                 (double)quiet_ms / 1000.0, mm[0][0].gone, mm[0][1].gone, mm[0][2].gone,
+                 mm[0][3].gone, m[0].gone, m[0].trials, m[1].gone, m[1].trials, m[2].gone,
+                 m[2].trials, m[3].gone, m[3].trials);
     return 0;
 }
 

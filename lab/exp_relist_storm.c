@@ -121,6 +121,8 @@ static int run(struct lab *lab)
     const char *sim_args[] = {
         "--objects",           "50", "--churn", "50", "--compaction-interval", "0",
         "--bookmark-interval", "0",  NULL};
+    /* one page: the relist is one LIST request (kwp's default 500 a page would be 2 here) */
+    const char *proxy_args[] = {"--page-size", "10000", NULL};
     static const int ns_quick[] = {1, 10}, ns_full[] = {1, 10, 30, 60};
     const int *ns = lab_quick(lab) ? ns_quick : ns_full;
     size_t nn = lab_quick(lab) ? 2 : 4;
@@ -153,7 +155,7 @@ static int run(struct lab *lab)
             s->path_name = via ? "kwp" : "direct";
             lab_progress(lab, "%d informers %s", ns[k], s->path_name);
             /* a proxy of its own per run: the direct runs see no proxy's relist */
-            proxy = via ? lab_proxy(lab, sim, NULL) : NULL;
+            proxy = via ? lab_proxy(lab, sim, proxy_args) : NULL;
             if (via && !proxy) {
                 return lab_fail(lab, "kwp proxy did not start");
             }
