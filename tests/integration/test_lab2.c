@@ -1,11 +1,13 @@
 /*
- * test_lab2.c - `kwp lab` experiments 5, 7 and 8 (bookmarks, relist-storm, compaction), each
+ * test_lab2.c - `kwp lab` experiments 5-8 (bookmarks, timeouts, relist-storm, compaction), each
  * run with --quick --json and its figures checked against what must hold: one upstream LIST
  * through kwp for N informers against N directly, the exact 410 bodies of an Exact and a
  * continue LIST at a compacted RV (the latter with a fresh "rv":-1 token), bookmarks moving a
- * quiet watcher's RV forward.
+ * quiet watcher's RV forward (and the 410 every re-watch gets after a restart), timeouts'
+ * counts against the run's compressed hours.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,27 +153,74 @@ Test(lab2, compaction_exact_and_continue_410, .timeout = T_TIMEOUT)
     cJSON_Delete(j);
 }
 
-Test(lab2, bookmarks_move_a_quiet_watch_forward, .timeout = T_TIMEOUT)
+Test(lab2, bookmarks_drop_and_restart, .timeout = T_TIMEOUT)
 {
     cJSON *j = run_quick("bookmarks"), *m;
     double behind[2][2] = {{0}};
+    int rows = 0;
 
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "modes"))
     {
+        int restart = strcmp(str(m, "disconnect"), "restart") == 0;
         int kwp = strcmp(str(m, "path"), "kwp") == 0;
         int bm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "allowWatchBookmarks"));
 
-        behind[kwp][bm] = num(m, "revisionsBehind");
+        rows++;
         cr_assert_eq(num(m, "trials"), 3);
-        if (bm) {
-            cr_assert_gt(num(m, "bookmarks"), 0, "bookmarks arrive on a quiet watch");
-        } else {
+        cr_assert_eq(num(m, "relists"), num(m, "gone410"));
+        if (!bm) {
             cr_assert_eq(num(m, "bookmarks"), 0, "no bookmark unless asked for");
+        } else if (!restart) {
+            cr_assert_gt(num(m, "bookmarks"), 0, "bookmarks arrive on a quiet watch");
         }
-        /* the simulator keeps a quiet resource's last event as its boundary: no 410 */
-        cr_assert_eq(num(m, "gone410"), 0);
+        if (!restart) {
+            /* the history keeps a quiet resource's last event as its boundary: no 410 */
+            cr_assert_eq(num(m, "gone410"), 0, "connection drop, %s", str(m, "path"));
+            behind[kwp][bm] = num(m, "revisionsBehind");
+        } else if (!kwp && !bm) {
+            /* the restarted history starts at the revision, far past the quiet RV */
+            cr_assert_eq(num(m, "gone410"), 3, "apiserver restart, direct, no bookmarks");
+        }
     }
+    cr_assert_eq(rows, 8);
     cr_assert_lt(behind[0][1], behind[0][0], "bookmarks: a fresher RV directly");
     cr_assert_lt(behind[1][1], behind[1][0], "bookmarks: a fresher RV through kwp");
+    cJSON_Delete(j);
+}
+
+Test(lab2, timeouts_counts_match_the_compressed_hours, .timeout = T_TIMEOUT)
+{
+    cJSON *j = run_quick("timeouts"), *m;
+    double run_s = num(j, "runSeconds"), hours = num(j, "compressedHours");
+    int rows = 0;
+
+    cr_assert_eq(num(j, "compression"), 300);
+    cr_assert(hours >= run_s * 300 / 3600 && hours < run_s * 300 / 3600 * 1.2,
+              "%g compressed hours for %g s", hours, run_s);
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "modes"))
+    {
+        double t = num(m, "timeoutSecondsCompressed"), away = num(m, "awaySecondsCompressed");
+        double lists = num(m, "lists"), watches = num(m, "watches"), gone = num(m, "gone410");
+
+        rows++;
+        cr_assert_eq(num(m, "timeoutSecondsReal"), t * 300);
+        /* a LIST at the start and one per 410 (but the last 410 may come as the run ends) */
+        cr_assert(lists <= 1 + gone + num(m, "errors") && lists >= gone + num(m, "errors"),
+                  "%g LISTs for %g 410s", lists, gone);
+        cr_assert(fabs(num(m, "requestsPerHour") - (lists + watches) / hours) < 0.01);
+        if (t == 0) {
+            cr_assert_eq(watches, 1 + gone, "no timeout: one stream the whole run");
+            cr_assert_eq(gone, 0);
+        } else if (away == 0) {
+            /* one WATCH per T, re-watched at once from the last RV: inside the history */
+            cr_assert(watches >= run_s / t * 0.5 && watches <= run_s / t * 1.5 + 1,
+                      "%g watches in %g s with T=%g", watches, run_s, t);
+            cr_assert_eq(gone, 0, "an immediate re-watch is not too old");
+        } else {
+            /* away longer than the history holds (200 revisions at 100 writes/s: 2 s) */
+            cr_assert_geq(gone, 1, "away %g s: the re-watch is too old", away);
+        }
+    }
+    cr_assert_eq(rows, 6);
     cJSON_Delete(j);
 }
