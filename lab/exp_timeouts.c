@@ -148,7 +148,7 @@ static int run(struct lab *lab)
              "set style fill solid 0.8\nset ylabel 'per hour'\nset grid y\nset key top left\n"
              "plot $DAT using 3:xtic(2) title 'requests', '' using 4 title '410s'\n");
     lab_conclude(lab,
-                 "over %.1f compressed hours with compaction every 5 min: no timeout cost %.0f "
+                 "over %.1f compressed hours with compaction every 5 min: no timeout cost %.1f "
                  "requests/h and %.0f 410s/h; timeoutSeconds=300 cost %.0f requests/h and %.0f "
                  "410s/h (%.0f with bookmarks); the timeout adds re-watches, not 410s, while the "
                  "re-watch is immediate; away 15 min after each stream: %.0f 410s/h without "
