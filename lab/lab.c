@@ -19,10 +19,8 @@
 
 /* The experiments, in the order a person meets the problem (docs/410.md). */
 static const struct lab_experiment *const experiments[] = {
-    &lab_exp_too_old,
-    &lab_exp_too_large,
-    &lab_exp_rv_semantics,
-    &lab_exp_window,
+    &lab_exp_too_old,   &lab_exp_too_large, &lab_exp_rv_semantics, &lab_exp_window,
+    &lab_exp_bookmarks, &lab_exp_timeouts,  &lab_exp_relist_storm, &lab_exp_compaction,
 };
 #define N_EXPERIMENTS (sizeof(experiments) / sizeof(experiments[0]))
 

@@ -62,6 +62,10 @@ extern const struct lab_experiment lab_exp_too_old;
 extern const struct lab_experiment lab_exp_too_large;
 extern const struct lab_experiment lab_exp_rv_semantics;
 extern const struct lab_experiment lab_exp_window;
+extern const struct lab_experiment lab_exp_bookmarks;
+extern const struct lab_experiment lab_exp_timeouts;
+extern const struct lab_experiment lab_exp_relist_storm;
+extern const struct lab_experiment lab_exp_compaction;
 
 /* `kwp lab ...` (argv[0] is "lab"). Returns the process exit status. */
 int lab_main(int argc, char **argv);
@@ -273,3 +277,34 @@ uint64_t lab_write(struct lab *lab, const char *base, const char *method, const 
 size_t lab_write_burst(struct lab *lab, const char *base, size_t n, int objects, uint64_t *last_rv);
 
 #endif
+
+/* ---- informers (lab/informer.c) ------------------------------------------------------- */
+
+/* What an informer did so far. */
+struct lab_inf_stats {
+    size_t lists, lists_ok; /* LISTs sent, and answered 200 with an RV */
+    uint64_t list_bytes;    /* bytes of the LIST bodies */
+    size_t watches;         /* WATCH requests sent */
+    size_t watch_ends;      /* streams that ended cleanly (re-watched from the last RV) */
+    size_t gone;            /* 410s (ERROR events or refused watches): each one a relist */
+    size_t errors;          /* other errors (also relisted) */
+    size_t events;          /* ADDED/MODIFIED/DELETED */
+    size_t bookmarks;       /* BOOKMARK events */
+    uint64_t rv;            /* the highest RV seen (list, event or bookmark) */
+    uint64_t last_list_ms;  /* lab_now_ms of the last successful LIST, 0 before */
+};
+
+struct lab_informer;
+
+/*
+ * Starts a list+watch client in its own thread on <base><path> (a collection path): LIST,
+ * WATCH from its RV (with timeoutSeconds=<timeout_s> when > 0, allowWatchBookmarks when
+ * <bookmarks>), re-watch from the last RV seen when a stream ends, LIST again after a 410 or
+ * an error; <gap_ms> > 0: wait that long after each stream before the next request (a
+ * client that is away a while). Never touches a struct lab. NULL when out of memory.
+ */
+struct lab_informer *lab_informer_start(const char *base, const char *path, int timeout_s,
+                                        bool bookmarks, long gap_ms);
+void lab_informer_stats(struct lab_informer *inf, struct lab_inf_stats *out);
+/* Stops (the current request ends within about a second) and frees. NULL-safe. */
+void lab_informer_free(struct lab_informer *inf);
