@@ -61,6 +61,45 @@ static void probe_watch(const char *base, const char *ns, uint64_t rv, struct pr
     lab_watch_close(w);
 }
 
+/*
+ * What the server says of its own history (GET /debug/resources, kwp sim and kwp proxy; a real
+ * apiserver has no such endpoint): configmaps' boundary, oldest and newest RV, capacity and
+ * events held, next to the boundary the 410 named, into <bj>.debugResources.
+ */
+static void debug_boundary(struct lab *lab, const char *base, uint64_t b, cJSON *bj)
+{
+    long code = 0;
+    cJSON *doc = lab_get_json(base, "/debug/resources", 10000, &code);
+    cJSON *rs = cJSON_GetObjectItemCaseSensitive(doc, "resources");
+    const cJSON *r;
+    cJSON *dj;
+
+    if (!cJSON_IsArray(rs)) {
+        lab_note(lab, "GET /debug/resources: HTTP %ld, no history figures from the server", code);
+        cJSON_Delete(doc);
+        return;
+    }
+    cJSON_ArrayForEach(r, rs)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "resource");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(r, "history");
+        const cJSON *hb = cJSON_GetObjectItemCaseSensitive(h, "boundary");
+
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, "configmaps") != 0 ||
+            !cJSON_IsNumber(hb)) {
+            continue;
+        }
+        dj = cJSON_AddObjectToObject(bj, "debugResources");
+        cJSON_AddItemToObject(dj, "history", cJSON_Duplicate(h, true));
+        cJSON_AddBoolToObject(dj, "boundaryMatches", (uint64_t)hb->valuedouble == b);
+        lab_note(lab,
+                 "/debug/resources: configmaps' history boundary %.0f (the 410 said %" PRIu64 ")",
+                 hb->valuedouble, b);
+        break;
+    }
+    cJSON_Delete(doc);
+}
+
 /* The boundary in "too old resource version: N (B)"; 0 when the message is not that. */
 static uint64_t boundary_of(const char *msg)
 {
@@ -491,6 +530,7 @@ static int run(struct lab *lab)
     cJSON_AddStringToObject(bj, "belowBoundaryMessage", below_b.message);
     exact = !at_b.error && below_b.error && below_b.code == 410;
     cJSON_AddBoolToObject(bj, "exact", exact);
+    debug_boundary(lab, base, b, bj);
     if (strategies(lab, base, sim != NULL, hist) != 0) {
         return -1;
     }

@@ -189,6 +189,8 @@ static void expect_too_old(const struct lab_run *r)
     snprintf(msg, sizeof(msg), "too old resource version: %.0f (%.0f)", b - 1, b);
     cr_expect(cJSON_IsTrue(json_at(r->json, "boundary.atBoundaryOk")), "a watch at B was refused");
     cr_expect(cJSON_IsTrue(json_at(r->json, "boundary.belowBoundary410")), "B-1 was not a 410");
+    cr_expect(cJSON_IsTrue(json_at(r->json, "boundary.debugResources.boundaryMatches")),
+              "/debug/resources names the boundary the 410 named");
     cr_expect_str_eq(json_txt(r->json, "boundary.belowBoundaryMessage"), msg);
     cr_assert_eq(cJSON_GetArraySize(st), 3);
     /* retrying the same RV never converges and meets only 410s */
