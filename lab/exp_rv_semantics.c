@@ -188,6 +188,29 @@ static int run(struct lab *lab)
             }
         }
         lab_table_end(t);
+        {
+            /* one row per rv: p50 and upstream requests, on the server and through kwp */
+            char data[512];
+            size_t dl = 0;
+
+            for (int i = 0; i < 3 && dl < sizeof(data); i++) {
+                dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "%s %.3f %.3f %.0f %.0f\n",
+                                       i == 0 ? "unset" : names[i], res[0][i].p50_ms,
+                                       res[1][i].p50_ms,
+                                       res[0][i].upstream < 0 ? 0 : res[0][i].upstream,
+                                       res[1][i].upstream < 0 ? 0 : res[1][i].upstream);
+            }
+            lab_plot(lab, data,
+                     "set multiplot layout 1,2 title 'LIST under churn: rv \"\" vs 0 vs N'\n"
+                     "set style data histograms\nset style histogram clustered gap 1\n"
+                     "set style fill solid 0.7 border -1\nset grid ytics\nset key below\nset "
+                     "yrange [0:*]\n"
+                     "set xlabel 'resourceVersion'\nset ylabel 'p50 latency (ms)'\n"
+                     "plot $DAT using 2:xtic(1) title 'server', '' using 3 title 'through kwp'\n"
+                     "set ylabel 'upstream requests'\n"
+                     "plot $DAT using 4:xtic(1) title 'server', '' using 5 title 'through kwp'\n"
+                     "unset multiplot\n");
+        }
     }
     cJSON_AddNumberToObject(lab_results(lab), "writesPerSecond", rate);
     cJSON_AddNumberToObject(lab_results(lab), "writes", (double)lab_writer_count(w));

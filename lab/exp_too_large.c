@@ -242,6 +242,34 @@ static int run(struct lab *lab)
         }
     }
     lab_table_end(t);
+    {
+        /* the wait per request kind (rows) and path (columns), from the rows just recorded */
+        const char *kinds[] = {"LIST", "watch-list", "watch"};
+        char data[512];
+        size_t dl = 0;
+
+        for (int r = 0; r < 3 && dl < sizeof(data); r++) {
+            dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "%s", kinds[r]);
+            for (int i = 0; i < 3 && dl < sizeof(data); i++) {
+                const cJSON *j = cJSON_GetArrayItem(arr, i * 3 + r);
+                dl += (size_t)snprintf(
+                    data + dl, sizeof(data) - dl, " %.3f",
+                    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "waitSeconds")));
+            }
+            if (dl < sizeof(data)) {
+                dl += (size_t)snprintf(data + dl, sizeof(data) - dl, "\n");
+            }
+        }
+        lab_plot(
+            lab, data,
+            "set title 'requests at an RV ahead of the server: seconds until the answer "
+            "(a watch: how long it stayed silent)'\n"
+            "set style data histograms\nset style histogram clustered gap 1\n"
+            "set style fill solid 0.7 border -1\nset grid ytics\nset key below\nset yrange [0:*]\n"
+            "set ylabel 'seconds'\n"
+            "plot $DAT using 2:xtic(1) title 'server', '' using 3 title 'kwp forward', "
+            "'' using 4 title 'kwp local'\n");
+    }
     lab_proc_stop(pf);
     lab_proc_stop(pl);
     if (pingpong(lab, base) != 0) {
