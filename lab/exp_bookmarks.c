@@ -110,7 +110,7 @@ static int run(struct lab *lab)
         while (lab_now_ms() < end) {
             for (int i = 0; i < MODES; i++) {
                 struct lab_event ev;
-                int rc;
+                int rc = -1;
 
                 while (w[i] && (rc = lab_watch_next(w[i], &ev, 0)) == 1) {
                     if (ev.type != LAB_EV_ERROR && ev.rv > last[i]) {
