@@ -101,7 +101,8 @@ struct opts {
     unsigned sink_port; /* --sink: be the client instead (0 = server mode) */
     long conns;         /* --sink: watch streams to hold */
     int64_t warmup_ns;  /* --sink: not counted, after every stream is open */
-    bool sink_duration_set; /* --duration given (the sink's default is 10 s) */
+    bool sink_duration_set;    /* --duration given (the sink's default is 10 s) */
+    const char *template_path; /* --template: every frame is this file's line, restamped */
 };
 
 /* The frames, back to back. Written by the producer only; read by the workers' writev. */
@@ -112,6 +113,8 @@ struct ring {
     uint64_t mask;
     uint64_t window;       /* how far behind the head a reader may be: cap - cap / 4 */
     _Atomic uint64_t head; /* frames [0, head) are published (release/acquire) */
+    char *tmpl;            /* --template: the frame (frame_len bytes), else NULL */
+    size_t stamp_off;      /* where its 19 stamp digits start */
 };
 
 struct conn {
@@ -201,6 +204,15 @@ static char *ring_slot(const struct ring *r, uint64_t seq)
 static void frame_build(struct ring *r, uint64_t seq)
 {
     char *p = ring_slot(r, seq);
+
+    if (r->tmpl != NULL) { /* the captured frame, with this moment's stamp (19 digits) */
+        char digits[24];
+        memcpy(p, r->tmpl, r->frame_len);
+        snprintf(digits, sizeof(digits), "%019lld", (long long)clock_ns(CLOCK_REALTIME));
+        memcpy(p + r->stamp_off, digits, 19);
+        return;
+    }
+
     size_t tail = sizeof(FRAME_TAIL) - 1;
     int n = snprintf(p, r->frame_len, FRAME_HEAD, (unsigned)(seq % FLOOR_NAMES),
                      (unsigned long long)(seq + 2), (long long)clock_ns(CLOCK_REALTIME));
@@ -868,6 +880,8 @@ static void usage(FILE *out)
         "  --max-conns N  connections per worker (default 30000)\n"
         "  --duration D   run time: 16s, 500ms, 2m (default 600s); SIGTERM ends it sooner\n"
         "  --coalesce     one iovec per run of frames adjacent in the ring (default: per frame)\n"
+        "  --template F   every frame is F's first line (a watch frame carrying a 19-digit\n"
+        "                 kwp.io/stamp-ns), restamped; its length replaces --event-bytes\n"
         "  --batch-ms N   start a worker's passes at least N ms apart (default 0: on every\n"
         "                 wake): more frames per writev, up to N ms more delay\n"
         "Client mode, to bound what a client can take in (no parsing, no latency):\n"
@@ -955,6 +969,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
             o->sink_duration_set = true;
         } else if (strcmp(a, "--batch-ms") == 0) {
             rc = parse_long(v, 0, 1000, &o->batch_ms);
+        } else if (strcmp(a, "--template") == 0) {
+            o->template_path = v;
+            rc = 0;
         } else if (strcmp(a, "--warmup") == 0) {
             rc = parse_duration(v, &o->warmup_ns);
         } else if (strcmp(a, "--conns") == 0) {
@@ -972,6 +989,48 @@ static void parse_args(int argc, char **argv, struct opts *o)
     }
 }
 
+/*
+ * --template FILE: one watch frame, as a server sent it (its first line; "\n" added when it
+ * has none), carrying "kwp.io/stamp-ns":"<19 digits>". Every frame is then these bytes with
+ * the stamp rewritten, so the floor serves exactly what kwp serves and a client's cost per
+ * event is the same on both sides. Sets r->tmpl, r->stamp_off and the frame length.
+ */
+static int template_load(struct ring *r, const char *path)
+{
+    static const char key[] = "\"kwp.io/stamp-ns\":\"";
+    char *buf = malloc(FLOOR_EVENT_MAX + 2), *k, *nl;
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL || buf == NULL) {
+        fprintf(stderr, "kwp_bench_floor: --template %s: %s\n", path, strerror(errno));
+        if (f) {
+            fclose(f);
+        }
+        free(buf);
+        return -EINVAL;
+    }
+    n = fread(buf, 1, FLOOR_EVENT_MAX, f);
+    fclose(f);
+    buf[n] = '\0';
+    nl = memchr(buf, '\n', n);
+    n = nl ? (size_t)(nl - buf) : n;
+    buf[n++] = '\n';
+    k = strstr(buf, key);
+    if (k == NULL || k + sizeof(key) - 1 + 19 > buf + n ||
+        strspn(k + sizeof(key) - 1, "0123456789") != 19) {
+        fprintf(stderr,
+                "kwp_bench_floor: --template %s: no 19-digit kwp.io/stamp-ns in its first line\n",
+                path);
+        free(buf);
+        return -EINVAL;
+    }
+    r->tmpl = buf;
+    r->stamp_off = (size_t)(k - buf) + sizeof(key) - 1;
+    r->frame_len = n;
+    return 0;
+}
+
 static int ring_init(struct ring *r, const struct opts *o)
 {
     /* the longest head: 2-digit name, 20-digit rv, 19-digit stamp; one pad byte at least */
@@ -981,16 +1040,22 @@ static int ring_init(struct ring *r, const struct opts *o)
     while (cap < (uint64_t)o->ring) {
         cap *= 2;
     }
-    if ((size_t)o->event_bytes < min_len) {
+    if (o->template_path != NULL) {
+        if (template_load(r, o->template_path) != 0) {
+            return -EINVAL;
+        }
+    } else if ((size_t)o->event_bytes < min_len) {
         fprintf(stderr, "kwp_bench_floor: --event-bytes must be at least %zu\n", min_len);
         return -EINVAL;
     }
-    if (cap * (uint64_t)o->event_bytes > FLOOR_RING_BYTES_MAX) {
-        fprintf(stderr, "kwp_bench_floor: ring of %llu x %ld bytes is above %llu\n",
-                (unsigned long long)cap, o->event_bytes, (unsigned long long)FLOOR_RING_BYTES_MAX);
+    if (o->template_path == NULL) {
+        r->frame_len = (size_t)o->event_bytes;
+    }
+    if (cap * (uint64_t)r->frame_len > FLOOR_RING_BYTES_MAX) {
+        fprintf(stderr, "kwp_bench_floor: ring of %llu x %zu bytes is above %llu\n",
+                (unsigned long long)cap, r->frame_len, (unsigned long long)FLOOR_RING_BYTES_MAX);
         return -EINVAL;
     }
-    r->frame_len = (size_t)o->event_bytes;
     r->cap = cap;
     r->mask = cap - 1;
     r->window = cap - cap / 4;
@@ -1118,5 +1183,6 @@ out:
     }
     free(f.workers);
     free(f.ring.buf);
+    free(f.ring.tmpl);
     return rc;
 }

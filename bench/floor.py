@@ -9,9 +9,13 @@ order (so a busy moment of the shared machine hits both sides):
   kwp    kwp proxy --threads 2 in front of kwp sim --stamp --churn RATE (100 pods of ~1 KiB),
          as bench/fanout.py starts them
 
-and measures each with the same `kwp load --watchers N --start-rv 1 --duration 16s --ramp 5000
---warmup 1s --warmup-after-open --pid ...` (kwp answers rv 1 with 410, so its watchers LIST
-once and re-watch before the measured window). Recorded per run: delivered events/s, MB/s
+and measures each with the same `kwp load --watchers N --duration 16s --ramp 5000 --warmup 1s
+--warmup-after-open --pid ...`, with `--start-rv 1` for the floor (which streams from its head
+whatever the rv) and without it for kwp (each watcher LISTs at rv 0 and watches from the list's
+rv, before the measured window). Sides: floor-BYTES[bMS] (`--batch-ms MS`), sink-BYTES (the
+floor read by `kwp_bench_floor --sink`), kwp, kwp-mhd (`--watch-direct-write=false`: every
+watch through libmicrohttpd's buffers), kwpold (the binary of --kwp-old, e.g. the previous
+commit's), and -wMS on a kwp side (`--watch-wake-interval MSms`). Recorded per run: delivered events/s, MB/s
 read, latency percentiles, CPU seconds of the server, simulator and load generator, the load
 average before and after, and the floor's own counters (frames per writev, closed streams).
 Medians of the runs go to <out>/floor.md and everything to <out>/floor.json.
@@ -125,11 +129,17 @@ class Runner:
         self.a = a
         self.tmp = tempfile.mkdtemp(prefix="kwp-floor-")
 
-    def load(self, url, watchers, pids, tag):
+    def load(self, url, watchers, pids, tag, start_rv=True):
+        """kwp load on <url>; with <start_rv> every watch starts at rv 1 and lists nothing (the
+        floor streams from its head whatever the rv); without, each LISTs at rv 0 and watches
+        from the list's rv, as an informer does. kwp proxy needs the latter since 75bb04b: it
+        forwards a watch from before its cache began upstream (while its history is whole),
+        so rv 1 would measure the simulator through the passthrough, not kwp's watch path."""
         js = os.path.join(self.tmp, "load-%s.json" % tag)
-        argv = [self.a.kwp, "load", "--target", url, "--resource", "pods", "--watchers", str(watchers),
-                "--start-rv", "1", "--duration", "%ds" % self.a.duration, "--ramp", "5000",
-                "--warmup", "1s", "--warmup-after-open", "--quiet", "--json", js]
+        argv = [self.a.kwp, "load", "--target", url, "--resource", "pods", "--watchers", str(watchers)]
+        argv += ["--start-rv", "1"] if start_rv else []
+        argv += ["--duration", "%ds" % self.a.duration, "--ramp", "5000",
+                 "--warmup", "1s", "--warmup-after-open", "--quiet", "--json", js]
         for pid in pids:
             argv += ["--pid", str(pid)]
         with open(os.path.join(self.tmp, "load.log"), "a") as err:
@@ -181,21 +191,25 @@ class Runner:
     def kwp_side(self, spec, watchers, rate, tag):
         """kwp proxy in front of kwp sim, started as bench/fanout.py does; side kwp[-wMS] adds
         --watch-wake-interval MSms."""
-        m = re.fullmatch(r"kwp(?:-w(\d+))?", spec)
+        m = re.fullmatch(r"kwp(old)?(-mhd)?(?:-w(\d+))?", spec)
         if not m:
-            raise ValueError("side %r: kwp or kwp-wMS" % spec)
-        wake = ["--watch-wake-interval", m.group(1) + "ms"] if m.group(1) else []
+            raise ValueError("side %r: kwp[old][-mhd][-wMS]" % spec)
+        if m.group(1) and not self.a.kwp_old:
+            raise ValueError("side %r needs --kwp-old" % spec)
+        kwp = self.a.kwp_old if m.group(1) else self.a.kwp
+        wake = ["--watch-wake-interval", m.group(3) + "ms"] if m.group(3) else []
+        wake += ["--watch-direct-write=false"] if m.group(2) else []
         sim, proxy = None, None
         try:
             sim, sim_url = fo.spawn([self.a.kwp, "sim", "--listen", "127.0.0.1:0", "--stamp", "--churn",
                                      str(rate), "--objects", "100", "--object-bytes",
                                      str(self.a.object_bytes), "--history-events", "1000000",
                                      "--compaction-interval", "0"], os.path.join(self.tmp, "sim.log"))
-            proxy, url = fo.spawn([self.a.kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
+            proxy, url = fo.spawn([kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
                                    "--resources", "pods", "--threads", str(self.a.proxy_threads)]
                                   + self.a.proxy_args.split() + wake, os.path.join(self.tmp, "kwp.log"))
             fo.wait_ready(url)
-            d = self.load(url, watchers, [proxy.pid, sim.pid], tag)
+            d = self.load(url, watchers, [proxy.pid, sim.pid], tag, start_rv=False)
         finally:
             fo.stop(proxy)
             fo.stop(sim)
@@ -294,13 +308,15 @@ def write_report(res, path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kwp", default=os.path.join(ROOT, "build", "kwp"))
+    ap.add_argument("--kwp-old", default="", help="the kwp binary of the kwpold side")
     ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "kwp_bench_floor"))
     ap.add_argument("--points", default=DEFAULT_POINTS, help="WATCHERSxRATE,...")
     ap.add_argument("--sides", default="floor-1400,kwp,floor-1024",
                     help="floor-BYTES[bMS] (kwp_bench_floor --event-bytes BYTES [--batch-ms MS], "
                          "read by kwp load), sink-BYTES[bMS] (the same, read by kwp_bench_floor "
                          "--sink: no parsing, no latency) and/or kwp; kwp's sim pods print ~1.4 KB "
-                         "per event; kwp-wMS runs kwp proxy with --watch-wake-interval MSms")
+                         "per event; kwp-mhd adds --watch-direct-write=false, kwpold runs --kwp-old, "
+                         "-wMS adds --watch-wake-interval MSms")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=16)
     ap.add_argument("--object-bytes", type=int, default=1024, help="kwp sim --object-bytes")

@@ -6,7 +6,9 @@
 # Starts the server on loopback (kwp: `kwp sim --stamp --churn RATE` of 100 ~1 KiB pods with
 # `kwp proxy` in front; sim: that simulator alone, watched directly; floor: `kwp_bench_floor
 # --threads 2 --rate RATE --event-bytes 1400`),
-# then `kwp load --watchers WATCHERS --start-rv 1 --duration 16s --warmup-after-open`, and 7 s
+# (kwp proxy sends through libmicrohttpd with sendto, its watch writers with sendmsg)
+# then `kwp load --watchers WATCHERS [--start-rv 1] --duration 16s --warmup-after-open` (kwp:
+# no --start-rv, each watcher LISTs at rv 0 first: kwp forwards rv 1 upstream), and 7 s
 # in (steady state) counts the server's sendto/writev/epoll_wait/futex calls and task-clock
 # for 5 s with `perf stat`. Prints each count per delivered event (the load's events/s x 5 s)
 # and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
@@ -44,15 +46,20 @@ else
 fi
 PU=$(url_of "$D/p.out")
 sleep 1
-"$K" load --target "$PU" --resource pods --watchers "$N" --start-rv 1 --duration 16s --ramp 5000 \
+START="--start-rv 1" # the floor streams from its head; the sim replays its few seed revisions
+[ "$MODE" = kwp ] && START= # kwp forwards rv 1 upstream (before its cache): LIST rv 0 + WATCH
+"$K" load --target "$PU" --resource pods --watchers "$N" $START --duration 16s --ramp 5000 \
     --warmup 1s --warmup-after-open --quiet --json "$D/load.json" --pid "$PX" ${SIM:+--pid $SIM} \
     >"$D/load.out" 2>&1 &
 LD=$!
 sleep 7
-perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_writev' \
+perf stat -x, -o "$D/lstat" -p "$LD" -e task-clock -- sleep 5 >/dev/null 2>&1 &
+LP=$!
+perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg,syscalls:sys_enter_writev' \
     -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' ${KWP_PERF_EVENTS:+-e $KWP_PERF_EVENTS} -- sleep 5 >/dev/null 2>&1
+wait $LP
 wait $LD
-python3 - "$D/load.json" "$D/stat" <<'PY'
+python3 - "$D/load.json" "$D/stat" "$D/lstat" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 w = d["watch"]
@@ -72,4 +79,8 @@ for line in open(sys.argv[2]):
         print("  server task-clock %.0f ms = %.2f us per event" % (v, v * 1000 / (ev * 5)))
     else:
         print("  %-30s %9.0f = %.3f per event" % (name, v, v / (ev * 5)))
+for line in open(sys.argv[3]):
+    f = line.strip().split(",")
+    if len(f) >= 3 and f[2] == "task-clock" and f[0].replace(".", "", 1).isdigit():
+        print("  load task-clock %.0f ms = %.2f us per event" % (float(f[0]), float(f[0]) * 1000 / (ev * 5)))
 PY

@@ -88,7 +88,11 @@ void handlers_wake(void *ctx)
 {
     struct hreq *h = ctx;
 
-    if (h->w.kind == WATCHER_STREAM) {
+    /* h->dw was set before the watcher was armed and is cleared only while it is not:
+     * the resource lock that armed it, and cleared its flag for this wake, orders them */
+    if (h->dw) {
+        fanout_kick(&h->fc); /* the writers' stream: one pass per writer turn */
+    } else if (h->w.kind == WATCHER_STREAM) {
         http_resume_batched(h->req); /* several events per write when many watches wake */
     } else {
         http_resume(h->req);

@@ -22,6 +22,7 @@
 
 #include "cache/resource.h"
 #include "proxy/body.h"
+#include "proxy/fanout.h"
 #include "proxy/handlers.h"
 #include "proxy/negotiate.h"
 #include "proxy/scope.h"
@@ -78,6 +79,15 @@ struct hreq {
     uint64_t frames;       /* frames written, not yet added to ar->ctr.frames */
     int64_t lag_from_ms;   /* arrival (or live start) of the oldest event among them; 0 = none */
     uint64_t lag_frames;   /* how many of them are events (not initial ADDED or bookmarks) */
+    /* ---- the watch writers (fanout.h): handlers_watch.c only ---- */
+    struct fanout_conn fc;   /* while dw */
+    bool dw;                 /* the writers own the stream; read by handlers_wake (see there) */
+    bool dw_armed;           /* (writers) the watcher is armed: resource_watch_next gave 0 */
+    bool dw_skip;            /* given back: the next watch_read stays on MHD's path */
+    bool dw_abort;           /* given back broken (write failed, stalled, stopped) */
+    bool dw_leaving;         /* a give-back refused while a kick was queued: again at its pass */
+    bool dw_off;             /* the writers refused it (stopping): MHD's path from now on */
+    struct dw_chunk *dw_out; /* the chunk being written, while events are in hand */
     /* ---- negotiation and bodies ---- */
     struct negotiate neg; /* recomputed on every entry (a pure function of the request) */
     bool table_hdr_sent;  /* watch Tables: columnDefinitions only on the first event */

@@ -17,6 +17,8 @@
 #include "proxy/handlers_watch.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,9 @@
 #include "cache/sbuf.h"
 #include "cache/selector.h"
 #include "cache/snapshot.h"
+#include "proxy/fanout.h"
 #include "proxy/handlers_int.h"
+#include "proxy/http_server.h"
 #include "proxy/kstatus.h"
 #include "proxy/log.h"
 #include "proxy/pieces.h"
@@ -274,28 +278,41 @@ static struct shared_frame *shared_frame_new(const struct hreq *h, const char *t
     return f;
 }
 
-/* Emits <ev> as <type> with its own object: from the shared frame when this watcher's frame
- * is the stored one (plain, and <type> is the event's own), else built for this watcher. */
+/* The shared frame of <ev> sent as <type> when this watcher's frame is the stored one
+ * (plain, and <type> is the event's own), built by the first watcher that needs it; NULL
+ * when this watcher needs a frame of its own. */
+static const struct shared_frame *stored_frame(const struct hreq *h, const struct ring_event *ev,
+                                               enum watch_type type)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    const struct shared_frame *f;
+
+    BUG_ON(type > WATCH_DELETED);
+    if (type != ev->type || ev->aux == NULL || !frame_is_plain(h)) {
+        return NULL;
+    }
+    f = ring_aux(ev);
+    if (f == NULL) {
+        struct shared_frame *mine = shared_frame_new(h, names[type], ev->obj);
+
+        f = ring_aux_attach(ev, mine);
+        if (f != mine) {
+            free(mine);
+        }
+    }
+    return f->ar == h->ar ? f : NULL;
+}
+
+/* Emits <ev> as <type> with its own object: from the shared frame when there is one for this
+ * watcher, else built for this watcher. */
 static enum emit_rc emit_stored(struct hreq *h, char *buf, size_t max, size_t *n,
                                 const struct ring_event *ev, enum watch_type type)
 {
     static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
-    const struct shared_frame *f = NULL;
+    const struct shared_frame *f = stored_frame(h, ev, type);
     struct iovec iov;
 
-    BUG_ON(type > WATCH_DELETED);
-    if (type == ev->type && ev->aux != NULL && frame_is_plain(h)) {
-        f = ring_aux(ev);
-        if (f == NULL) {
-            struct shared_frame *mine = shared_frame_new(h, names[type], ev->obj);
-
-            f = ring_aux_attach(ev, mine);
-            if (f != mine) {
-                free(mine);
-            }
-        }
-    }
-    if (f == NULL || f->ar != h->ar) {
+    if (f == NULL) {
         return emit_object(h, buf, max, n, names[type], ev->obj, NULL);
     }
     iov.iov_base = (void *)f->data;
@@ -303,30 +320,49 @@ static enum emit_rc emit_stored(struct hreq *h, char *buf, size_t max, size_t *n
     return emit_pieces(h, buf, max, n, &iov, 1, f->len);
 }
 
-/* SEMANTICS 2.10: the event as this watcher sees it through its filter. */
+/* What <ev> is to this watcher (SEMANTICS 2.10): at or below its watermark (not sent, its rv
+ * not taken), outside its filter (not sent, its rv taken), its stored object as *<type>, or a
+ * DELETED of its previous object (it left the filter). */
+enum ev_view { EV_OLD = 0, EV_SKIP, EV_STORED, EV_LEFT };
+
+static enum ev_view event_view(const struct hreq *h, const struct ring_event *ev,
+                               enum watch_type *type)
+{
+    bool cur, old;
+
+    if (ev->rv <= h->watermark) {
+        return EV_OLD;
+    }
+    if (ev->type == WATCH_DELETED) {
+        *type = WATCH_DELETED;
+        return scope_match(&h->sc, ev->prev ? ev->prev : ev->obj) ? EV_STORED : EV_SKIP;
+    }
+    cur = scope_match(&h->sc, ev->obj);
+    old = ev->prev && scope_match(&h->sc, ev->prev);
+    if (cur) {
+        *type = old ? WATCH_MODIFIED : WATCH_ADDED;
+        return EV_STORED;
+    }
+    return old ? EV_LEFT : EV_SKIP;
+}
+
 static enum emit_rc emit_event(struct hreq *h, char *buf, size_t max, size_t *n,
                                const struct ring_event *ev)
 {
-    bool cur, old;
+    enum watch_type type = WATCH_ADDED;
     enum emit_rc rc = EMIT_OK;
 
-    if (ev->rv <= h->watermark) {
+    switch (event_view(h, ev, &type)) {
+    case EV_OLD:
         return EMIT_OK;
-    }
-    if (ev->type == WATCH_DELETED) {
-        if (scope_match(&h->sc, ev->prev ? ev->prev : ev->obj)) {
-            rc = emit_stored(h, buf, max, n, ev, WATCH_DELETED);
-        }
-    } else {
-        cur = scope_match(&h->sc, ev->obj);
-        old = ev->prev && scope_match(&h->sc, ev->prev);
-        if (cur && !old) {
-            rc = emit_stored(h, buf, max, n, ev, WATCH_ADDED);
-        } else if (cur && old) {
-            rc = emit_stored(h, buf, max, n, ev, WATCH_MODIFIED);
-        } else if (!cur && old) {
-            rc = emit_object(h, buf, max, n, "DELETED", ev->prev, ev->obj->rv_str);
-        }
+    case EV_SKIP:
+        break;
+    case EV_STORED:
+        rc = emit_stored(h, buf, max, n, ev, type);
+        break;
+    case EV_LEFT:
+        rc = emit_object(h, buf, max, n, "DELETED", ev->prev, ev->obj->rv_str);
+        break;
     }
     if (rc == EMIT_OK) {
         h->last_rv = ev->rv;
@@ -725,6 +761,287 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
     }
 }
 
+/* ---- the watch writers: plain-TCP streams written straight from the shared frames ------ */
+
+/*
+ * Once a plain-TCP watch is live (its initial events and end bookmark sent), its stream is
+ * handed to the watch writers (fanout.h) while libmicrohttpd holds it suspended with nothing
+ * buffered. A writer's pass takes its events from the ring and sends each batch as one chunk,
+ * one sendmsg of the chunk's size line, the shared frames themselves (no copy per watcher)
+ * and CRLF. Whatever the pass does not do itself goes back to libmicrohttpd's path, which is
+ * the same code as before: bookmarks, the deadline, the lag rule's end, the end after a
+ * relist or at shutdown, and any frame this watcher must build for itself (an event that
+ * enters or leaves its selector, a transformed watch). The stream is given back only
+ * between two chunks (or broken: the request then aborts), and the writer's pass and
+ * watch_read never run at once: the stream is the writers' from fanout_attach, made in
+ * watch_read as its last act, to fanout_detach, which the pass follows with http_resume.
+ */
+struct dw_chunk {
+    size_t n, i; /* iov[i..n) is still to send */
+    char head[12];
+    struct iovec iov[HANDLERS_WATCH_BATCH + 2];
+};
+
+/* Whatever the writers leave to libmicrohttpd's path is due. */
+static bool dw_wants_mhd(const struct hreq *h, int64_t now)
+{
+    return h->ending || atomic_load(&h->lag_state) == HANDLERS_LAG_TICK || now >= h->deadline_ms ||
+           (h->next_bm_ms && now >= h->next_bm_ms);
+}
+
+/* watch_read, on entry: may the stream go to the writers now? */
+static struct fanout *dw_ready(const struct hreq *h, int64_t now)
+{
+    struct fanout *f;
+
+    if (h->dw_off || h->initial || h->end_bookmark || h->over || !frame_is_plain(h) ||
+        dw_wants_mhd(h, now)) {
+        return NULL;
+    }
+    f = http_req_fanout(h->req);
+    return f;
+}
+
+static void dw_pass(struct fanout_conn *c, unsigned events);
+
+/* From watch_read: suspends the stream and hands it to the writers. Returns false (nothing
+ * changed) when they refused it. The watcher is not armed here: nothing wakes it before its
+ * first pass, which runs on the writer and may already be running when this returns. */
+static bool dw_handover(struct hreq *h, struct fanout *f, int64_t now)
+{
+    int zero = 0, one = 1;
+
+    /* whatever libmicrohttpd corked goes out, and small chunks are not held back by Nagle */
+    (void)setsockopt(h->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+    (void)setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    h->fc.fd = h->fd;
+    h->fc.pass = dw_pass;
+    h->fc.stall_ms = handlers_opt_or(h->opts->watch_stall_s, 10) * 1000;
+    http_stream_suspend(h->req);
+    watch_quiet(h, now);
+    h->dw = true;
+    h->dw_armed = false;
+    if (!fanout_attach(f, &h->fc)) {
+        h->dw = false;
+        h->dw_off = true;
+        http_resume(h->req); /* we suspended it: the next call goes on as before */
+        return false;
+    }
+    return true;
+}
+
+/* From a pass: the stream goes back to libmicrohttpd (at once, or at the next pass when a
+ * kick is still queued). Nothing may be half-written unless <h>->dw_abort is set. */
+static void dw_give_back(struct hreq *h)
+{
+    if (!fanout_detach(&h->fc)) {
+        h->dw_leaving = true;
+        return;
+    }
+    h->dw_leaving = false;
+    free(h->dw_out);
+    h->dw_out = NULL;
+    h->dw = false;
+    h->dw_skip = true;
+    http_resume(h->req);
+}
+
+/* Sends what is left of the chunk: 1 all of it, 0 the socket is full, -1 the stream broke. */
+static int dw_write(struct hreq *h)
+{
+    struct dw_chunk *o = h->dw_out;
+
+    while (o->i < o->n) {
+        struct msghdr m = {.msg_iov = o->iov + o->i, .msg_iovlen = o->n - o->i};
+        ssize_t k = sendmsg(h->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (k == -1) {
+            int e = errno;
+            if (e == EINTR) {
+                continue;
+            }
+            return e == EAGAIN || e == EWOULDBLOCK ? 0 : -1;
+        }
+        while (k > 0) {
+            struct iovec *v = &o->iov[o->i];
+            if ((size_t)k >= v->iov_len) {
+                k -= (ssize_t)v->iov_len;
+                o->i++;
+            } else {
+                v->iov_base = (char *)v->iov_base + k;
+                v->iov_len -= (size_t)k;
+                k = 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/*
+ * Gathers the pending events from pend_i into one chunk of shared frames (h->dw_out; n 0
+ * when none is sent). Returns false when it stopped at an event it leaves to libmicrohttpd's
+ * path (a frame of this watcher's own) or ended the watch for lag.
+ */
+static bool dw_gather(struct hreq *h, int64_t now)
+{
+    struct dw_chunk *o = h->dw_out;
+    size_t cnt = 1, bytes = 0;
+    bool more = true;
+
+    if (o == NULL) {
+        o = h->dw_out = xmalloc(sizeof(*o));
+    }
+    while (h->pend_i < h->pend_n && cnt <= HANDLERS_WATCH_BATCH) {
+        const struct ring_event *ev = &h->pend[h->pend_i];
+        const struct shared_frame *f = NULL;
+        enum watch_type type = WATCH_ADDED;
+        enum ev_view v = event_view(h, ev, &type);
+
+        if (v == EV_STORED || v == EV_LEFT) {
+            if (watch_lagging(h, ev->t_ms, now)) {
+                more = false;
+                break;
+            }
+            f = v == EV_STORED ? stored_frame(h, ev, type) : NULL;
+            if (f == NULL) {
+                more = false; /* its own frame: libmicrohttpd's path builds it */
+                break;
+            }
+            o->iov[cnt].iov_base = (void *)f->data;
+            o->iov[cnt++].iov_len = f->len;
+            bytes += f->len;
+            h->frames++;
+            lag_note(h, ev->t_ms);
+        }
+        if (v != EV_OLD) {
+            h->last_rv = ev->rv;
+        }
+        h->pend_i++;
+    }
+    o->i = 0;
+    o->n = 0;
+    if (cnt > 1) {
+        int w = snprintf(o->head, sizeof(o->head), "%zx\r\n", bytes);
+
+        BUG_ON(w <= 0 || (size_t)w >= sizeof(o->head));
+        o->iov[0].iov_base = o->head;
+        o->iov[0].iov_len = (size_t)w;
+        o->iov[cnt].iov_base = (void *)"\r\n";
+        o->iov[cnt++].iov_len = 2;
+        o->n = cnt;
+    }
+    return more;
+}
+
+/* Adds the frames written to the counters and the delivery-lag histogram (as watch_read). */
+static void dw_count(struct hreq *h, int64_t now)
+{
+    if (h->frames > 0) {
+        lag_flush(h, now);
+        atomic_fetch_add(&h->ar->ctr.frames, h->frames);
+        h->frames = 0;
+    }
+}
+
+static void dw_pass(struct fanout_conn *c, unsigned events)
+{
+    struct hreq *h = (struct hreq *)((char *)c - offsetof(struct hreq, fc));
+    int64_t now = clock_mono_ms();
+    int r;
+
+    if (events & FANOUT_EV_KICK) {
+        h->dw_armed = false; /* a kick of an armed watcher is its wake: the waker disarmed it */
+    }
+    if (h->dw_leaving) {
+        dw_give_back(h);
+        return;
+    }
+    if (events & (FANOUT_EV_STALL | FANOUT_EV_STOP)) {
+        if (h->dw_armed) {
+            /* an armed watcher may be woken at any moment: close it instead, and its wake
+             * (a kick) gives the stream back, ended as any closed watch */
+            resource_watch_kill(h->ar->res, &h->w);
+            return;
+        }
+        if (events & FANOUT_EV_STALL) {
+            /* as libmicrohttpd's connection timeout is logged on its path (reqlog.c) */
+            http_req_note(h->req, NULL,
+                          "client stalled: it read nothing for "
+                          "--watch-stall-timeout while events waited");
+        }
+        h->dw_abort = true;
+        dw_give_back(h);
+        return;
+    }
+    if (h->dw_out != NULL && h->dw_out->i < h->dw_out->n) {
+        r = dw_write(h);
+        if (r == 0) {
+            fanout_blocked(c, true, now);
+            return;
+        }
+        fanout_blocked(c, false, now);
+        if (r < 0) {
+            h->peer_gone = true;
+            h->dw_abort = true;
+            dw_give_back(h);
+            return;
+        }
+    } else if (h->dw_armed) {
+        return; /* a writable edge of an idle stream (a closed peer: the sweep finds it) */
+    }
+    for (;;) {
+        bool more;
+
+        if (dw_wants_mhd(h, now)) {
+            dw_give_back(h);
+            return;
+        }
+        if (h->pend_i == h->pend_n) {
+            ssize_t got;
+
+            if (!h->pend) {
+                h->pend = batch_take();
+            }
+            got = resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_WATCH_BATCH);
+            if (got == 0) {
+                h->pend_i = h->pend_n = 0;
+                batch_give(h->pend); /* an idle watch holds no batch array */
+                h->pend = NULL;
+                free(h->dw_out);
+                h->dw_out = NULL;
+                h->dw_armed = true; /* from here a wake (a kick) may come at any time */
+                watch_set_due(h, now);
+                return;
+            }
+            if (got < 0) {
+                dw_give_back(h); /* the shutdown bookmark, or the end: libmicrohttpd's path */
+                return;
+            }
+            h->pend_i = 0;
+            h->pend_n = (size_t)got;
+        }
+        more = dw_gather(h, now);
+        if (h->dw_out->n > 0) {
+            r = dw_write(h);
+            dw_count(h, now);
+            if (r < 0) {
+                h->peer_gone = true;
+                h->dw_abort = true;
+                dw_give_back(h);
+                return;
+            }
+            if (r == 0) {
+                fanout_blocked(c, true, now);
+                return;
+            }
+        }
+        if (!more) {
+            dw_give_back(h);
+            return;
+        }
+    }
+}
+
 static ssize_t watch_read(void *ctx, char *buf, size_t max)
 {
     struct hreq *h = ctx;
@@ -735,6 +1052,17 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
         h->wbuf = buf;
         h->wbuf_dirty = max;
         h->last_data_ms = now;
+    }
+    if (h->dw_abort) {
+        return HTTP_STREAM_ABORT; /* given back broken by a writer */
+    }
+    if (h->dw_skip) {
+        h->dw_skip = false; /* given back for what the writers leave to this path */
+    } else if (h->req != NULL) {
+        struct fanout *f = dw_ready(h, now);
+        if (f != NULL && dw_handover(h, f, now)) {
+            return 0; /* the writers' now: touch nothing more */
+        }
     }
     got = watch_fill(h, buf, max, now);
     if (got == HTTP_STREAM_END) {
@@ -926,6 +1254,8 @@ void handlers_watch_fini(struct hreq *h)
     h->initial = NULL;
     free(h->over);
     h->over = NULL;
+    free(h->dw_out);
+    h->dw_out = NULL;
 }
 
 /* ---- bare watches: bench and tests ------------------------------------------------------- */

@@ -29,6 +29,7 @@
 #include <microhttpd.h>
 
 #include "cache/bug.h"
+#include "proxy/fanout.h"
 #include "proxy/log.h"
 #include "proxy/tls.h"
 
@@ -89,6 +90,7 @@ struct http_server {
     pthread_t acceptor;
     bool acceptor_started;
     struct resume_batch rb;
+    struct fanout *fanout; /* opts.stream_writers on plain TCP: the watch writers */
 };
 
 /* An extra response header, copied; freed once the reply is queued. */
@@ -839,6 +841,8 @@ static void flusher_stop(struct resume_batch *rb)
 
 static void srv_free(struct http_server *srv)
 {
+    fanout_free(srv->fanout); /* gives every stream back (resumed) before MHD stops */
+    srv->fanout = NULL;
     flusher_stop(&srv->rb);
     if (srv->d) {
         MHD_stop_daemon(srv->d);
@@ -967,6 +971,14 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
         return NULL;
     }
     srv->rb.started = true;
+    if (opts->stream_writers && !srv->certs) {
+        srv->fanout = fanout_new(threads);
+        if (!srv->fanout) {
+            snprintf(err, err_len, "cannot start the watch writer threads");
+            srv_free(srv);
+            return NULL;
+        }
+    }
     if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
         snprintf(err, err_len, "cannot start the accept thread");
         srv_free(srv);
@@ -1391,6 +1403,11 @@ void http_suspend(struct http_req *req)
 void http_stream_suspend(struct http_req *req)
 {
     MHD_suspend_connection(req->conn);
+}
+
+struct fanout *http_req_fanout(const struct http_req *req)
+{
+    return req->chunked ? req->srv->fanout : NULL;
 }
 
 void http_resume(struct http_req *req)

@@ -60,6 +60,8 @@ struct http_server_opts {
     size_t max_body;            /* request bodies above this get 413 */
     int64_t resume_interval_ms; /* http_resume_batched: at most one batch per interval
                                    (0 = each batch at once) */
+    bool stream_writers;        /* plain-TCP chunked streams may be written by watch writer
+                                   threads (fanout.h), one per MHD thread */
     const char *tls_cert_file;  /* PEM certificate: serve https (with tls_key_file); both files
                                    are re-read when they change (new handshakes only) */
     const char *tls_key_file;   /* PEM private key */
@@ -241,6 +243,18 @@ void http_suspend(struct http_req *req);
 
 /* Suspends a streaming response from inside its stream function (which then returns 0). */
 void http_stream_suspend(struct http_req *req);
+
+struct fanout;
+
+/*
+ * The server's watch writers when <req>'s stream may be written by them: plain TCP (not
+ * https), chunked, and the server started with stream_writers; else NULL. A stream handed
+ * to them is suspended (http_stream_suspend) with nothing buffered: every earlier chunk was
+ * sent, since MHD calls a content reader only with an empty write buffer. The writers then
+ * write whole chunks (size line, data, CRLF) to http_req_fd's socket, and give the stream
+ * back, with no chunk half-written, before anyone resumes it (http_resume).
+ */
+struct fanout *http_req_fanout(const struct http_req *req);
 
 /* Resumes a suspended request or stream; any thread. The caller must own the wake-up
  * (see resource.h): a request may only be resumed once per suspension. */

@@ -18,6 +18,7 @@
 #include "cache/sbuf.h"
 #include "proxy/apires.h"
 #include "proxy/auth.h"
+#include "proxy/fanout.h"
 #include "proxy/gate.h"
 #include "proxy/http_server.h"
 #include "proxy/kstatus.h"
@@ -64,6 +65,22 @@ static void heap_families(struct sbuf *b)
 #endif
 }
 
+/* The watch writers (fanout.h): how many plain-HTTP watch streams they write now. */
+static void writer_families(struct sbuf *b)
+{
+    struct fanout_totals t;
+
+    fanout_totals(&t);
+    promtext_family(b, "kwp_watch_writer_streams", "gauge",
+                    "Watch streams the watch writers own now (plain-HTTP watches between their "
+                    "initial events and their end; https watches and bookmarks go through the "
+                    "HTTP server's buffers).");
+    promtext_sample(b, "kwp_watch_writer_streams", NULL, 0, (double)t.streams);
+    promtext_family(b, "kwp_watch_writer_handovers_total", "counter",
+                    "Times a watch stream was handed to the watch writers.");
+    promtext_sample(b, "kwp_watch_writer_handovers_total", NULL, 0, (double)t.attaches);
+}
+
 /* The process families every Prometheus client exports (procmetrics.h); none when /proc cannot be
  * read (a partial set would mislead). */
 static void process_families(struct sbuf *b)
@@ -98,6 +115,7 @@ static void process_families(struct sbuf *b)
                     "replies or after many connections closed.");
     promtext_sample(b, "kwp_malloc_trims_total", NULL, 0, (double)http_server_malloc_trims());
     heap_families(b);
+    writer_families(b);
 }
 
 /* kwp_history_oldest_event_age_seconds: how far back each history reaches, in time. */

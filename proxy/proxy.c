@@ -85,6 +85,7 @@ struct proxy_opts {
     int64_t watch_stall_ms;
     int64_t watch_max_lag_ms;
     int64_t watch_wake_ms;
+    bool watch_direct;
     int64_t threads;
     int64_t max_connections;
     int64_t conn_memory;
@@ -408,6 +409,7 @@ static void opts_defaults(struct proxy_opts *o)
     o->watch_stall_ms = 10000;
     o->watch_max_lag_ms = HANDLERS_MAX_LAG_DEFAULT_MS;
     o->watch_wake_ms = HTTP_DEFAULT_RESUME_INTERVAL_MS;
+    o->watch_direct = true;
     o->threads = cores_available();
     o->max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
     o->conn_memory = HTTP_DEFAULT_CONN_MEMORY;
@@ -683,6 +685,7 @@ static struct proxy *proxy_start(const struct proxy_opts *o, struct upstream *up
     hso.conn_memory = (size_t)o->conn_memory;
     hso.max_body = (size_t)o->max_body;
     hso.resume_interval_ms = o->watch_wake_ms;
+    hso.stream_writers = o->watch_direct;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
     hso.client_ca_file = o->client_ca_file;
@@ -1001,6 +1004,10 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
         {"watch-wake-interval", CFG_DURATION, &o.watch_wake_ms, 0, 1000,
          "with 2048+ requests in flight, wake watches at most once per interval, so that the "
          "events of an interval go out in one write per watch (default 10ms; 0 = at once)"},
+        {"watch-direct-write", CFG_BOOL, &o.watch_direct, 0, 0,
+         "plain-HTTP watches are written by watch writer threads straight from the shared "
+         "frames, one send per watch and batch (default true; false: through libmicrohttpd's "
+         "buffers, as https watches are)"},
         {"threads", CFG_INT, &o.threads, 1, 64,
          "HTTP worker threads (default: one per core it may run on, at most 64)"},
         {"max-connections", CFG_INT, &o.max_connections, 16, 1000000,

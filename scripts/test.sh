@@ -104,14 +104,17 @@ if [ "${KWP_SKIP_ASAN:-0}" != "1" ]; then
   fi
 fi
 
-# ThreadSanitizer on the concurrency test of the cache core (one writer, many readers, the
-# wake protocol). Only that binary: Criterion itself cannot start other test binaries under
-# TSan on this machine (test_resource_mt.c carries the workaround).
+# ThreadSanitizer on the concurrency tests: the cache core (one writer, many readers, the
+# wake protocol) and the watch writers (kicks, handovers, stop). Only those binaries:
+# Criterion itself cannot start other test binaries under TSan on this machine (they carry
+# the workaround, tests/support/tsan_boxfort.h).
 if [ "${KWP_SKIP_TSAN:-0}" != "1" ]; then
   TSAN_DIR="${KWP_TSAN_BUILD_DIR:-build-tsan}"
-  if run_phase "tsan build" bash -c "cmake -S . -B '$TSAN_DIR' -DKWP_WERROR=ON -DKWP_SANITIZE=thread >/dev/null && cmake --build '$TSAN_DIR' -j$JOBS --target test_resource_mt"; then
+  if run_phase "tsan build" bash -c "cmake -S . -B '$TSAN_DIR' -DKWP_WERROR=ON -DKWP_SANITIZE=thread >/dev/null && cmake --build '$TSAN_DIR' -j$JOBS --target test_resource_mt test_fanout"; then
     if run_phase "tsan test_resource_mt" env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-         "$TSAN_DIR/tests/test_resource_mt" --jobs 1; then
+         "$TSAN_DIR/tests/test_resource_mt" --jobs 1 &&
+       run_phase "tsan test_fanout" env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+         "$TSAN_DIR/tests/test_fanout" --jobs 1; then
       total_passed=$((total_passed + 1))
     else
       total_failed=$((total_failed + 1))

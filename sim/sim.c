@@ -1411,6 +1411,7 @@ void sim_opts_defaults(struct sim_opts *o)
     o->bookmark_interval_ms = 60000;
     o->watch_max_lag_ms = HANDLERS_MAX_LAG_DEFAULT_MS;
     o->threads = 1;
+    o->watch_direct = true;
     o->max_body = HTTP_DEFAULT_MAX_BODY;
 }
 
@@ -1499,6 +1500,7 @@ struct sim *sim_start(const struct sim_opts *o, char *err, size_t err_len)
     }
     hso.listen = o->listen;
     hso.threads = (unsigned)o->threads;
+    hso.stream_writers = o->watch_direct;
     hso.max_body = (size_t)o->max_body;
     hso.tls_cert_file = o->tls_cert_file;
     hso.tls_key_file = o->tls_key_file;
@@ -1593,6 +1595,9 @@ int sim_main(int argc, char **argv)
          "pad generated objects to about this size with a kwp.io/pad annotation (default: no "
          "padding, pods ~1.1 KB)"},
         {"threads", CFG_INT, &o.threads, 1, 64, "HTTP worker threads (default 1)"},
+        {"watch-direct-write", CFG_BOOL, &o.watch_direct, 0, 0,
+         "plain-HTTP watches are written by watch writer threads straight from the shared "
+         "frames (default true; false: through libmicrohttpd's buffers)"},
         {"max-body", CFG_SIZE, &o.max_body, 1, INT64_MAX,
          "largest request body accepted (default 3Mi)"},
         {"token", CFG_STR, &o.token, 0, 0,

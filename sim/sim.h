@@ -32,6 +32,7 @@ struct sim_opts {
     int64_t bookmark_interval_ms;
     int64_t watch_max_lag_ms;  /* end a watch whose next event waited longer (0 = never) */
     int64_t threads;           /* HTTP worker threads */
+    bool watch_direct;         /* plain-HTTP watches go through the watch writers (fanout.h) */
     int64_t max_body;          /* request body cap */
     bool stamp;                /* write a kwp.io/stamp-ns annotation on every change */
     int64_t object_bytes;      /* pad generated objects to about this many bytes (0 = no) */

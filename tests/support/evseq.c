@@ -27,7 +27,11 @@ bool evseq_metric_try(const char *base, const char *name, const char *res, uint6
 
     api_url(base, "/metrics", url, sizeof(url));
     if (http_do("GET", url, NULL, NULL, NULL, 5000, &r) == 0 && r.code == 200) {
-        snprintf(line, sizeof(line), "\n%s{resource=\"%s\"} ", name, res);
+        if (res != NULL) {
+            snprintf(line, sizeof(line), "\n%s{resource=\"%s\"} ", name, res);
+        } else {
+            snprintf(line, sizeof(line), "\n%s ", name);
+        }
         at = strstr(r.body, line);
         if (at != NULL) {
             char *end;

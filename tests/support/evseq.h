@@ -20,7 +20,8 @@
 
 /* ---- /metrics ------------------------------------------------------------------------- */
 
-/* `<name>{resource="<res>"} <value>` of the proxy at <base>; false when it is not there. */
+/* `<name>{resource="<res>"} <value>` of the proxy at <base> (`<name> <value>` for <res>
+ * NULL); false when it is not there. */
 bool evseq_metric_try(const char *base, const char *name, const char *res, uint64_t *v);
 
 /* The same, asserted present. */

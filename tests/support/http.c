@@ -127,8 +127,18 @@ static struct curl_slist *build_headers(const char *content_type, const char *co
     return h;
 }
 
+static const char *g_ca_file; /* http_set_ca_file */
+
+void http_set_ca_file(const char *path)
+{
+    g_ca_file = path;
+}
+
 static void common_opts(CURL *e, const char *url, struct curl_slist *hdrs, long timeout_ms)
 {
+    if (g_ca_file != NULL) {
+        curl_easy_setopt(e, CURLOPT_CAINFO, g_ca_file);
+    }
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

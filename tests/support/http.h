@@ -59,6 +59,10 @@ bool http_header_get(const char *headers, const char *name, char *out, size_t ca
 /* Same on a response. */
 bool http_resp_header(const struct http_resp *r, const char *name, char *out, size_t cap);
 
+/* Trusts the PEM certificates in <path> (kept, not copied; NULL: the system's) for every
+ * https request and watch made after this call: a test's own serving certificate. */
+void http_set_ca_file(const char *path);
+
 /* ---- watch collector ------------------------------------------------------------------ */
 
 struct watch;

@@ -23,32 +23,7 @@
 #include "cache/resource.h"
 #include "cache/snapshot.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-
-#ifdef TEST_TSAN
-/*
- * Criterion 2.4 cannot start under ThreadSanitizer (Snaipe/Criterion#274): boxfort maps its
- * inheritable arena at 0x2000_0000_0000 + (rand_r() & 0x3fffff) * 16 MiB with 10 tries, and
- * TSan reserves almost all of that range, so the runner aborts with "Could not initialize
- * inheritable arena". boxfort calls rand_r through the PLT, so this definition steers the
- * arena into TSan's application range (0x5500_0000_0000-0x5680_0000_0000). Only this file
- * runs threads, so only this file carries the workaround; nothing here calls rand_r.
- */
-int rand_r(unsigned *seed)
-{
-    static const unsigned hi[] = {0x5600, 0x5640, 0x5620, 0x5660, 0x5610,
-                                  0x5630, 0x5650, 0x5670, 0x5608, 0x5618};
-    unsigned i = (*seed)++ % (sizeof(hi) / sizeof(hi[0]));
-
-    return (int)((hi[i] - 0x2000u) << 8);
-}
-#endif
+#include "tests/support/tsan_boxfort.h"
 
 enum { EVENTS = 20000, READERS = 8, NS = 4, BATCH = 64 };
 
@@ -472,7 +447,7 @@ static void *lister_main(void *p)
         } else {
             uint64_t back;
 
-            /* xorshift, not rand_r: under TSan this file replaces rand_r (above) */
+            /* xorshift, not rand_r: under TSan tests/support/tsan_boxfort.h replaces rand_r */
             l->seed ^= l->seed << 13;
             l->seed ^= l->seed >> 17;
             l->seed ^= l->seed << 5;
