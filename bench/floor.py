@@ -12,7 +12,9 @@ order (so a busy moment of the shared machine hits both sides):
 and measures each with the same `kwp load --watchers N --duration 16s --ramp 5000 --warmup 1s
 --warmup-after-open --pid ...`, with `--start-rv 1` for the floor (which streams from its head
 whatever the rv) and without it for kwp (each watcher LISTs at rv 0 and watches from the list's
-rv, before the measured window). Sides: floor-BYTES[bMS] (`--batch-ms MS`), sink-BYTES (the
+rv, before the measured window). Sides: floor-BYTES[bMS] (`--batch-ms MS`), floor-pod[bMS] (the
+floor serving the kwp simulator's own pod frame, restamped: `--template`; the fair comparison,
+since a client's cost per event depends on what it parses), sink-BYTES (the
 floor read by `kwp_bench_floor --sink`), kwp, kwp-mhd (`--watch-direct-write=false`: every
 watch through libmicrohttpd's buffers), kwpold (the binary of --kwp-old, e.g. the previous
 commit's), and -wMS on a kwp side (`--watch-wake-interval MSms`). Recorded per run: delivered events/s, MB/s
@@ -32,6 +34,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import urllib.request
 import tempfile
 import time
 
@@ -148,10 +151,32 @@ class Runner:
         with open(js) as f:
             return json.load(f)
 
+    def pod_template(self):
+        """One MODIFIED frame of the kwp side's own simulator (same flags), with its stamp: the
+        floor-pod side serves these bytes, so a client's parsing costs what it costs on kwp."""
+        path = os.path.join(self.tmp, "pod-frame.json")
+        if not os.path.exists(path):
+            sim, url = fo.spawn([self.a.kwp, "sim", "--listen", "127.0.0.1:0", "--stamp", "--churn", "50",
+                                 "--objects", "100", "--object-bytes", str(self.a.object_bytes)],
+                                os.path.join(self.tmp, "template-sim.log"))
+            try:
+                with urllib.request.urlopen(url + "/api/v1/pods?watch=1", timeout=10) as r:
+                    for _ in range(10000):
+                        line = r.readline()
+                        if line.startswith(b'{"type":"MODIFIED"') and b"kwp.io/stamp-ns" in line:
+                            with open(path, "wb") as f:
+                                f.write(line)
+                            break
+            finally:
+                fo.stop(sim)
+        return path
+
     def spawn_floor(self, spec, rate, log):
-        """Starts kwp_bench_floor for a side's spec BYTES[bMS] (--event-bytes, --batch-ms)."""
-        m = re.fullmatch(r"(\d+)(?:b(\d+))?", spec)
-        argv = [self.a.floor, "--rate", str(rate), "--event-bytes", m.group(1),
+        """Starts kwp_bench_floor for a side's spec BYTES[bMS] (--event-bytes, --batch-ms), or
+        pod[bMS]: the kwp simulator's own pod frames (--template, pod_template)."""
+        m = re.fullmatch(r"(\d+|pod)(?:b(\d+))?", spec)
+        size = ["--template", self.pod_template()] if m.group(1) == "pod" else ["--event-bytes", m.group(1)]
+        argv = [self.a.floor, "--rate", str(rate)] + size + [
                 "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split()
         if m.group(2):
             argv += ["--batch-ms", m.group(2)]

@@ -133,12 +133,20 @@ bool fanout_detach(struct fanout_conn *c)
     return true;
 }
 
+/* The 32-bit ms clock of blocked_ms: wraps every 49 days, so only differences are taken. */
+static uint32_t ms32(int64_t ms)
+{
+    uint32_t v = (uint32_t)ms;
+
+    return v != 0 ? v : 1; /* 0 means "not blocked" */
+}
+
 void fanout_blocked(struct fanout_conn *c, bool blocked, int64_t now)
 {
     if (!blocked) {
         c->blocked_ms = 0;
     } else if (c->blocked_ms == 0) {
-        c->blocked_ms = now > 0 ? now : 1;
+        c->blocked_ms = ms32(now);
     }
 }
 
@@ -151,7 +159,7 @@ struct run {
 /* Adds <c> to <r> with <ev> (once per turn). */
 static void run_add(struct run *r, struct fanout_conn *c, unsigned ev)
 {
-    c->revents |= ev;
+    c->revents |= (uint8_t)ev;
     if (!c->listed) {
         c->listed = true;
         c->run_next = NULL;
@@ -229,7 +237,7 @@ static void *worker_main(void *arg)
                 if (stopping) {
                     run_add(&r, c, FANOUT_EV_STOP);
                 } else if (c->blocked_ms != 0 && c->stall_ms > 0 &&
-                           now - c->blocked_ms > c->stall_ms) {
+                           ms32(now) - c->blocked_ms > c->stall_ms) {
                     run_add(&r, c, FANOUT_EV_STALL);
                 }
             }

@@ -39,20 +39,21 @@ enum fanout_ev {
 /* A stream's pass: writes what it can and returns; it may call fanout_detach on <c>. */
 typedef void fanout_pass_fn(struct fanout_conn *c, unsigned events);
 
-/* Embedded in the stream's state. */
+/* Embedded in the stream's state (64 bytes: every idle watch holds one). */
 struct fanout_conn {
     /* public: set before fanout_attach */
     int fd;
-    fanout_pass_fn *pass;
-    int64_t stall_ms; /* FANOUT_EV_STALL after this long blocked (0: never) */
+    uint32_t stall_ms; /* FANOUT_EV_STALL after this long blocked (0: never) */
     /* private */
-    struct fanout_worker *wk;        /* while attached */
-    struct fanout_conn *qnext;       /* in the worker's wake queue */
+    uint32_t blocked_ms;             /* the writer's 32-bit ms clock when its socket filled (0:
+                                        not blocked); compared by unsigned difference */
     atomic_bool queued;              /* in the wake queue (cleared when popped) */
     bool added;                      /* in the epoll set and the owned list */
     bool listed;                     /* in this turn's run list */
-    unsigned revents;                /* FANOUT_EV_* gathered for this turn */
-    int64_t blocked_ms;              /* when its socket filled (0: not blocked) */
+    uint8_t revents;                 /* FANOUT_EV_* gathered for this turn */
+    fanout_pass_fn *pass;            /* public: set before fanout_attach */
+    struct fanout_worker *wk;        /* while attached */
+    struct fanout_conn *qnext;       /* in the worker's wake queue */
     struct fanout_conn *prev, *next; /* the worker's owned list */
     struct fanout_conn *run_next;    /* this turn's run list */
 };

@@ -38,59 +38,64 @@ enum hphase { PH_NEW = 0, PH_WAIT_FRESH, PH_STREAM, PH_DONE };
 struct hreq {
     struct watcher w; /* first member: the sweep maps a watcher back to its hreq */
     int fd;
+    enum hphase phase;
     bool peer_gone; /* set by the sweep (under the resource lock) */
+    /* The flags of the stream's state below, packed here (every idle watch holds this
+     * struct): the watch stream (handlers_watch.c only) ... */
+    bool counted_open;
+    bool end_bookmark;
+    bool bookmarks;
+    bool ending;
+    bool released;   /* the write buffer was released once (watch_quiet) */
+    bool dw;         /* the writers own the stream; read by handlers_wake (see there) */
+    bool dw_armed;   /* (writers) the watcher is armed: resource_watch_next gave 0 */
+    bool dw_skip;    /* given back: the next watch_read stays on MHD's path */
+    bool dw_abort;   /* given back broken (write failed, stalled, stopped) */
+    bool dw_leaving; /* a give-back refused while a kick was queued: again at its pass */
+    bool dw_off;     /* the writers refused it (stopping): MHD's path from now on */
+    /* ... and negotiation */
+    bool table_hdr_sent; /* watch Tables: columnDefinitions only on the first event */
     struct http_req *req;
     struct apires *ar;
     const struct handlers_opts *opts;
-    enum hphase phase;
     int64_t fresh_deadline_ms;
     uint64_t fresh_rv;
     struct scope sc;      /* ns and name point into strs; the selectors are owned */
     const char *typemeta; /* {"kind":"Pod","apiVersion":"v1" for built-ins, else ""; into strs */
     size_t typemeta_len;
     /* ---- the watch stream: handlers_watch.c only ---- */
-    bool counted_open;
     struct snapshot *initial;
     const char *init_after; /* key of the last initial item handled (lent from <initial>) */
-    bool end_bookmark;
     uint64_t init_rv;
     uint64_t watermark; /* only events with rv > watermark are sent */
     uint64_t last_rv;   /* rv of the last event or bookmark sent */
-    bool bookmarks;
     int64_t deadline_ms;
     int64_t next_bm_ms;      /* 0 = no more bookmarks */
     struct ring_event *pend; /* HANDLERS_WATCH_BATCH slots while events are in hand, else NULL */
-    size_t pend_n;
-    size_t pend_i;
-    char *over; /* a frame that did not fit MHD's buffer */
-    size_t over_len;
-    size_t over_off;
-    bool ending;
-    int64_t due_ms;       /* the due time last given to the resource (0 = none) */
-    char *wbuf;           /* the server's write buffer as last lent to watch_read */
-    size_t wbuf_dirty;    /* bytes at its start that may hold resident pages */
-    int64_t last_data_ms; /* when watch_read last returned bytes */
-    _Atomic int64_t
-        live_ms;   /* (the tick reads it) when live events began (after any initial events): lag
-                   counts   from here, so a resumed watch may replay old events */
-    bool released; /* the write buffer was released once (watch_quiet) */
+    uint32_t pend_n;         /* at most HANDLERS_WATCH_BATCH */
+    uint32_t pend_i;
+    char *over;        /* a frame that did not fit MHD's buffer */
+    uint32_t over_len; /* a frame is at most the longest watch line: far below 4 GiB */
+    uint32_t over_off;
+    int64_t due_ms;        /* the due time last given to the resource (0 = none) */
+    char *wbuf;            /* the server's write buffer as last lent to watch_read */
+    uint32_t wbuf_dirty;   /* bytes at its start that may hold resident pages (MHD's buffer
+                              is below 16 MiB: its largest chunk) */
     _Atomic int lag_state; /* the lag rule, between the writer and the tick: HANDLERS_LAG_* */
-    int64_t lag_cut_ms;    /* HANDLERS_LAG_TICK: when the tick cuts it (the tick thread only) */
-    uint64_t frames;       /* frames written, not yet added to ar->ctr.frames */
-    int64_t lag_from_ms;   /* arrival (or live start) of the oldest event among them; 0 = none */
-    uint64_t lag_frames;   /* how many of them are events (not initial ADDED or bookmarks) */
+    int64_t last_data_ms;  /* when watch_read last returned bytes */
+    _Atomic int64_t
+        live_ms; /* (the tick reads it) when live events began (after any initial events): lag
+                 counts   from here, so a resumed watch may replay old events */
+    int64_t lag_cut_ms;  /* HANDLERS_LAG_TICK: when the tick cuts it (the tick thread only) */
+    uint64_t frames;     /* frames written, not yet added to ar->ctr.frames */
+    int64_t lag_from_ms; /* arrival (or live start) of the oldest event among them; 0 = none */
+    uint64_t lag_frames; /* how many of them are events (not initial ADDED or bookmarks) */
     /* ---- the watch writers (fanout.h): handlers_watch.c only ---- */
-    struct fanout_conn fc;   /* while dw */
-    bool dw;                 /* the writers own the stream; read by handlers_wake (see there) */
-    bool dw_armed;           /* (writers) the watcher is armed: resource_watch_next gave 0 */
-    bool dw_skip;            /* given back: the next watch_read stays on MHD's path */
-    bool dw_abort;           /* given back broken (write failed, stalled, stopped) */
-    bool dw_leaving;         /* a give-back refused while a kick was queued: again at its pass */
-    bool dw_off;             /* the writers refused it (stopping): MHD's path from now on */
+    struct fanout_conn fc; /* while dw */
+    /* (its flags, dw*, are packed at the top) */
     struct dw_chunk *dw_out; /* the chunk being written, while events are in hand */
     /* ---- negotiation and bodies ---- */
     struct negotiate neg; /* recomputed on every entry (a pure function of the request) */
-    bool table_hdr_sent;  /* watch Tables: columnDefinitions only on the first event */
     struct body *body;    /* a streamed LIST/GET body (pretty or gzip), freed with the request */
     char strs[];          /* ns, name and typemeta: a watch holds its state for hours */
 };

@@ -59,7 +59,7 @@ static size_t drain_over(struct hreq *h, char *buf, size_t max)
 
     n = gotext_utf8_cut(h->over + h->over_off, n, left);
     memcpy(buf, h->over + h->over_off, n);
-    h->over_off += n;
+    h->over_off += (uint32_t)n;
     if (h->over_off == h->over_len) {
         free(h->over);
         h->over = NULL;
@@ -92,8 +92,9 @@ static enum emit_rc emit_pieces(struct hreq *h, char *buf, size_t max, size_t *n
     if (*n > 0) {
         return EMIT_FULL;
     }
+    BUG_ON(total > UINT32_MAX);
     h->over = xmalloc(total);
-    h->over_len = total;
+    h->over_len = (uint32_t)total;
     h->over_off = 0;
     dst = h->over;
     for (size_t i = 0; i < cnt; i++) {
@@ -734,7 +735,7 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
         ssize_t got = n > 0 ? resource_watch_take(h->ar->res, &h->w, h->pend, HANDLERS_WATCH_BATCH)
                             : resource_watch_next(h->ar->res, &h->w, h->pend, HANDLERS_WATCH_BATCH);
         if (got > 0) {
-            h->pend_n = (size_t)got;
+            h->pend_n = (uint32_t)got;
             drained = got < HANDLERS_WATCH_BATCH; /* HANDLERS_WATCH_BATCH <= RING_SEG */
             continue;
         }
@@ -816,9 +817,14 @@ static bool dw_handover(struct hreq *h, struct fanout *f, int64_t now)
     (void)setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     h->fc.fd = h->fd;
     h->fc.pass = dw_pass;
-    h->fc.stall_ms = handlers_opt_or(h->opts->watch_stall_s, 10) * 1000;
+    h->fc.stall_ms = (uint32_t)(handlers_opt_or(h->opts->watch_stall_s, 10) * 1000);
     http_stream_suspend(h->req);
     watch_quiet(h, now);
+    /* the batch array's malloc/free pair that this thread's first suspend made before the
+     * writers existed: without it glibc places the next watches' long-lived state in the
+     * holes of their LIST replies on this thread, and an idle watch costs ~1 KB more (see
+     * batch_take) */
+    batch_give(batch_take());
     h->dw = true;
     h->dw_armed = false;
     if (!fanout_attach(f, &h->fc)) {
@@ -1018,7 +1024,7 @@ static void dw_pass(struct fanout_conn *c, unsigned events)
                 return;
             }
             h->pend_i = 0;
-            h->pend_n = (size_t)got;
+            h->pend_n = (uint32_t)got;
         }
         more = dw_gather(h, now);
         if (h->dw_out->n > 0) {
@@ -1050,7 +1056,7 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
 
     if (buf != h->wbuf) { /* a new buffer (the first call): assume every page was touched */
         h->wbuf = buf;
-        h->wbuf_dirty = max;
+        h->wbuf_dirty = max < UINT32_MAX ? (uint32_t)max : UINT32_MAX;
         h->last_data_ms = now;
     }
     if (h->dw_abort) {
@@ -1078,7 +1084,7 @@ static ssize_t watch_read(void *ctx, char *buf, size_t max)
     if (got > 0) {
         h->last_data_ms = now;
         if ((size_t)got > h->wbuf_dirty) {
-            h->wbuf_dirty = (size_t)got;
+            h->wbuf_dirty = (uint32_t)got;
         }
     }
     return got;

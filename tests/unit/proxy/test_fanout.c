@@ -102,7 +102,7 @@ static bool wait_ge(atomic_int *v, int want, int ms)
     return atomic_load(v) >= want;
 }
 
-static void tconn_init(struct tconn *t, int64_t stall_ms)
+static void tconn_init(struct tconn *t, uint32_t stall_ms)
 {
     int sv[2];
 
