@@ -13,7 +13,8 @@
 # for 5 s with `perf stat`. Prints each count per delivered event (the load's events/s x 5 s)
 # and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
 # build/bench/kwp_bench_floor next to it. KWP_PERF_EVENTS adds perf events (comma-separated,
-# e.g. uprobes made with `perf probe -x libmicrohttpd.so.12 MHD_resume_connection`). Every
+# e.g. uprobes made with `perf probe -x libmicrohttpd.so.12 MHD_resume_connection`);
+# KWP_SENDS_JSON=FILE also writes the figures per event as JSON (bench/guard.sh). Every
 # process it starts is stopped by PID.
 set -u
 MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
@@ -60,7 +61,7 @@ perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_e
 wait $LP
 wait $LD
 python3 - "$D/load.json" "$D/stat" "$D/lstat" <<'PY'
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 w = d["watch"]
 ev = w["events_per_s"]
@@ -79,8 +80,18 @@ for line in open(sys.argv[2]):
         print("  server task-clock %.0f ms = %.2f us per event" % (v, v * 1000 / (ev * 5)))
     else:
         print("  %-30s %9.0f = %.3f per event" % (name, v, v / (ev * 5)))
+out = {"events_per_s": ev, "p50_ms": lat.get("p50"), "p99_ms": lat.get("p99"), "per_event": {}}
+for line in open(sys.argv[2]):
+    f = line.strip().split(",")
+    if len(f) >= 3 and f[0].replace(".", "", 1).isdigit() and ev > 0:
+        key = "server_us" if f[2] == "task-clock" else f[2].replace("syscalls:sys_enter_", "")
+        out["per_event"][key] = float(f[0]) * (1000 if key == "server_us" else 1) / (ev * 5)
 for line in open(sys.argv[3]):
     f = line.strip().split(",")
     if len(f) >= 3 and f[2] == "task-clock" and f[0].replace(".", "", 1).isdigit():
         print("  load task-clock %.0f ms = %.2f us per event" % (float(f[0]), float(f[0]) * 1000 / (ev * 5)))
+        out["per_event"]["load_us"] = float(f[0]) * 1000 / (ev * 5) if ev > 0 else None
+if os.environ.get("KWP_SENDS_JSON"):
+    with open(os.environ["KWP_SENDS_JSON"], "w") as fh:
+        json.dump(out, fh)
 PY

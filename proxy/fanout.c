@@ -42,11 +42,15 @@ struct fanout_worker {
     size_t n_owned;                      /* writer only */
     atomic_bool stop;
     int64_t last_stall_ms; /* writer only */
+    int64_t last_turn_ms;  /* writer only: when its last turn started */
 };
 
 struct fanout {
     pthread_mutex_t mu; /* fanout_attach against fanout_free */
     bool closed;        /* under mu */
+    int64_t round_ms;   /* read-only: see fanout_new */
+    unsigned round_min; /* read-only */
+    atomic_uint owned;  /* streams all writers own */
     unsigned n;
     struct fanout_worker wk[];
 };
@@ -127,6 +131,7 @@ bool fanout_detach(struct fanout_conn *c)
         c->added = false;
         wk->n_owned--;
         atomic_fetch_sub(&g_streams, 1);
+        atomic_fetch_sub(&wk->f->owned, 1);
     }
     c->blocked_ms = 0;
     c->wk = NULL;
@@ -201,6 +206,7 @@ static void take_queue(struct fanout_worker *wk, struct run *r)
             c->added = true;
             wk->n_owned++;
             atomic_fetch_add(&g_streams, 1);
+            atomic_fetch_add(&wk->f->owned, 1);
         }
         c->qnext = NULL;
         run_add(r, c, FANOUT_EV_KICK);
@@ -221,6 +227,17 @@ static void *worker_main(void *arg)
         struct run r = {NULL, &r.head};
         struct fanout_conn *c;
         int64_t now = now_ms();
+
+        /* rounds: with many streams, the kicks of an interval are served by one turn */
+        if (!stopping && wk->f->round_ms > 0 && atomic_load(&wk->f->owned) >= wk->f->round_min &&
+            now - wk->last_turn_ms < wk->f->round_ms) {
+            int64_t wait = wk->last_turn_ms + wk->f->round_ms - now;
+            struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+
+            nanosleep(&ts, NULL);
+            now = now_ms();
+        }
+        wk->last_turn_ms = now;
 
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
@@ -268,7 +285,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-struct fanout *fanout_new(unsigned threads)
+struct fanout *fanout_new(unsigned threads, int64_t round_ms, unsigned round_min_streams)
 {
     struct fanout *f;
 
@@ -278,6 +295,8 @@ struct fanout *fanout_new(unsigned threads)
     f = xcalloc(1, sizeof(*f) + threads * sizeof(f->wk[0]));
     pthread_mutex_init(&f->mu, NULL);
     f->n = threads;
+    f->round_ms = round_ms > 0 ? round_ms : 0;
+    f->round_min = round_min_streams;
     for (unsigned i = 0; i < threads; i++) {
         struct fanout_worker *wk = &f->wk[i];
 

@@ -58,8 +58,14 @@ struct fanout_conn {
     struct fanout_conn *run_next;    /* this turn's run list */
 };
 
-/* <threads> writers (at least 1). NULL when a thread or epoll set cannot be made. */
-struct fanout *fanout_new(unsigned threads);
+/*
+ * <threads> writers (at least 1). While they own at least <round_min_streams> streams in
+ * all, a writer starts its turns at most one per <round_ms> (0: each at once), so that one
+ * turn serves the kicks of a whole interval and each stream sends the interval's events in
+ * one sendmsg; the first turn after a quiet interval starts at once. NULL when a thread or
+ * epoll set cannot be made.
+ */
+struct fanout *fanout_new(unsigned threads, int64_t round_ms, unsigned round_min_streams);
 
 /*
  * Gives every stream back (their passes get FANOUT_EV_STOP until each has called

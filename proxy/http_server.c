@@ -972,7 +972,8 @@ struct http_server *http_server_start(const struct http_server_opts *opts, http_
     }
     srv->rb.started = true;
     if (opts->stream_writers && !srv->certs) {
-        srv->fanout = fanout_new(threads);
+        /* the same rounds as http_resume_batched: they pay from ~2,000 watches on */
+        srv->fanout = fanout_new(threads, opts->resume_interval_ms, HTTP_BATCH_MIN_ACTIVE);
         if (!srv->fanout) {
             snprintf(err, err_len, "cannot start the watch writer threads");
             srv_free(srv);

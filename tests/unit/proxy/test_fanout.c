@@ -125,7 +125,7 @@ static void tconn_fini(struct tconn *t)
 
 Test(fanout, an_attached_stream_runs_its_pass_on_a_writer_and_kicks_are_never_lost)
 {
-    struct fanout *f = fanout_new(2);
+    struct fanout *f = fanout_new(2, 0, 0);
     struct tconn t;
     struct fanout_totals tot;
 
@@ -161,7 +161,7 @@ Test(fanout, an_attached_stream_runs_its_pass_on_a_writer_and_kicks_are_never_lo
 
 Test(fanout, a_give_back_waits_while_a_kick_is_queued)
 {
-    struct fanout *f = fanout_new(1);
+    struct fanout *f = fanout_new(1, 0, 0);
     struct tconn t;
 
     tconn_init(&t, 0);
@@ -181,7 +181,7 @@ Test(fanout, a_give_back_waits_while_a_kick_is_queued)
 
 Test(fanout, a_full_socket_gets_its_writable_edge_and_its_stall, .timeout = 20)
 {
-    struct fanout *f = fanout_new(1);
+    struct fanout *f = fanout_new(1, 0, 0);
     struct tconn t;
     char buf[65536];
     int w0;
@@ -209,7 +209,7 @@ Test(fanout, a_full_socket_gets_its_writable_edge_and_its_stall, .timeout = 20)
 
 Test(fanout, stopping_gives_every_stream_back_and_refuses_none_it_holds)
 {
-    struct fanout *f = fanout_new(2);
+    struct fanout *f = fanout_new(2, 0, 0);
     struct tconn t[16];
     struct fanout_totals tot;
 
@@ -229,4 +229,31 @@ Test(fanout, stopping_gives_every_stream_back_and_refuses_none_it_holds)
     }
     fanout_totals(&tot);
     cr_assert_eq(tot.streams, 0, "%llu streams still counted", (unsigned long long)tot.streams);
+}
+
+/* With rounds, a writer serves a burst of kicks spread over an interval in one turn. */
+Test(fanout, rounds_gather_the_kicks_of_an_interval)
+{
+    struct fanout *f = fanout_new(1, 100, 1);
+    struct tconn t;
+    int before;
+
+    tconn_init(&t, 0);
+    cr_assert(fanout_attach(f, &t.fc));
+    cr_assert(wait_ge(&t.kicks, 1, 2000));
+    usleep(150000); /* a quiet interval: the next kick is served at once */
+    before = atomic_load(&t.kicks);
+    for (int i = 0; i < 40; i++) { /* 40 kicks over ~200 ms */
+        fanout_kick(&t.fc);
+        usleep(5000);
+    }
+    cr_assert(wait_ge(&t.kicks, before + 1, 2000));
+    usleep(150000);
+    /* ~200 ms at one turn per 100 ms: 2-4 passes, far fewer than the 40 without rounds */
+    cr_assert_leq(atomic_load(&t.kicks) - before, 6, "%d passes for 40 kicks in 200 ms",
+                  atomic_load(&t.kicks) - before);
+    atomic_store(&t.detach_on_stop, true);
+    fanout_free(f);
+    cr_assert(atomic_load(&t.detached));
+    tconn_fini(&t);
 }
