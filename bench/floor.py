@@ -291,7 +291,8 @@ def write_report(res, path):
     ref_side = floors[0] if floors else None
     L = ["# The machine's ceiling: kwp_bench_floor against kwp proxy", "",
          "Command: `python3 bench/floor.py %s` on %d cores shared with other work; medians of %d "
-         "runs of %ds (`kwp load --start-rv 1 --ramp 5000 --warmup 1s --warmup-after-open`). "
+         "runs of %ds (`kwp load --ramp 5000 --warmup 1s --warmup-after-open`, with `--start-rv 1` "
+         "for the floor; kwp's watchers LIST at rv 0 and watch from the list's rv). "
          "Load average (1 min) from %.1f to %.1f over the runs."
          % (a["argv"], res["machine"]["nproc"], a["runs"], a["duration"],
             min(r["load1_before"] for r in res["runs"]), max(r["load1_after"] for r in res["runs"])),
@@ -303,19 +304,32 @@ def write_report(res, path):
                         "busy (\"busy before\" below)." % (a["wait_max"], a["wait_quiet"]))
              if a.get("wait_quiet") else ""), "",
          "| watchers | writes/s | offered ev/s | side | B/event | delivered ev/s | MB/s read | p50 ms | "
-         "p99 ms | server CPU %% | load CPU %% | others, cores | of %s |" % ref_side,
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    ref = {(m["watchers"], m["rate"]): m["events_per_s"]
-           for m in res["medians"] if m["side"] == ref_side}
+         "p99 ms | server CPU %% | server µs/event | load CPU %% | others, cores | of %s: ev/s, µs/event, p99 |"
+         % ref_side,
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def us_per_event(side, w, rate):
+        """Median over the runs of the server's steady CPU per delivered event (the proxy alone
+        for kwp: its simulator's CPU is in the table below)."""
+        v = [r["server_pct"] * 1e4 / r["events_per_s"] for r in res["runs"]
+             if r["side"] == side and r["watchers"] == w and r["rate"] == rate
+             and r.get("server_pct") and r.get("events_per_s")]
+        return statistics.median(v) if v else None
+    ref = {(m["watchers"], m["rate"]): m for m in res["medians"] if m["side"] == ref_side}
     for m in res["medians"]:
         ratio = "-"
         base = ref.get((m["watchers"], m["rate"]))
-        if m["side"] != ref_side and base:
-            ratio = "%.0f %%" % (100.0 * m["events_per_s"] / base)
-        L.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        us = us_per_event(m["side"], m["watchers"], m["rate"])
+        if m["side"] != ref_side and base and base["events_per_s"]:
+            bus = us_per_event(ref_side, m["watchers"], m["rate"])
+            ratio = "%.0f %%, %s x, %s x" % (
+                100.0 * m["events_per_s"] / base["events_per_s"],
+                fmt(us / bus, 2) if us and bus else "-",
+                fmt(m["p99_ms"] / base["p99_ms"], 2) if m["p99_ms"] and base.get("p99_ms") else "-")
+        L.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             m["watchers"], m["rate"], m["watchers"] * m["rate"], m["side"], fmt(m["bytes_per_event"], 0),
             fmt(m["events_per_s"], 0), fmt(m["mb_per_s"], 0), fmt(m["p50_ms"]), fmt(m["p99_ms"]),
-            fmt(m["server_pct"], 0), fmt(m["load_pct"], 0), fmt(m["others_cores"], 2), ratio))
+            fmt(m["server_pct"], 0), fmt(us, 2), fmt(m["load_pct"], 0), fmt(m["others_cores"], 2), ratio))
     L += ["", "Every run, in the order run:", "",
           "| watchers | writes/s | side | run | ev/s | p50 ms | p99 ms | server CPU s | sim CPU s | "
           "load CPU s | frames/writev | others, cores | busy before, cores | load avg |",

@@ -39,16 +39,21 @@ for p in 100:1000 300:5000; do
     KWP_BIN=$K KWP_SENDS_JSON="$D/sends-${p/:/x}.json" bash bench/sends.sh kwp "${p%%:*}" "${p##*:}" >"$D/sends-${p/:/x}.out" 2>&1
 done
 L1=$(cut -d' ' -f1 /proc/loadavg)
-LINE=$(python3 - "$D" "$L0" "$L1" <<'PY'
+LINE=$(GUARD_TREE="$(cd "$(dirname "$K")/.." && pwd)" python3 - "$D" "$L0" "$L1" <<'PY'
 import json, os, statistics, subprocess, sys, time
 d = sys.argv[1]
 emit = [float(x) for x in open(os.path.join(d, "emit")).read().split()]
 def sends(name):
     p = os.path.join(d, "sends-%s.json" % name)
     return json.load(open(p)) if os.path.exists(p) else None
-rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                       text=True).stdout.strip() != ""
+# the commit of the tree the binaries were built from (build/ sits in it), and whether its
+# sources differ from that commit (bench scripts and results do not count)
+tree = os.environ["GUARD_TREE"]
+rev = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True,
+                     text=True).stdout.strip()
+dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no", "--",
+                        "cache", "proxy", "sim", "load", "cmd", "lab", "bench/emit.c", "CMakeLists.txt"],
+                       capture_output=True, text=True).stdout.strip() != ""
 print(json.dumps({"commit": rev + ("+dirty" if dirty else ""), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "load1": [float(sys.argv[2]), float(sys.argv[3])],
                   "emit_ns_per_frame": statistics.median(emit), "emit_runs": emit,
