@@ -189,6 +189,10 @@ static void take_queue(struct fanout_worker *wk, struct run *r)
     for (c = rev; c != NULL;) {
         struct fanout_conn *next = c->qnext;
 
+        /* qnext is the pushers' once queued is clear: a kick may link <c> again right after
+         * the store (TSan found the write of NULL here racing with such a push, which would
+         * have cut off the streams pushed before it) */
+        c->qnext = NULL;
         atomic_store_explicit(&c->queued, false, memory_order_release);
         if (!c->added) {
             struct epoll_event ee = {.events = EPOLLOUT | EPOLLET, .data.ptr = c};
@@ -208,7 +212,6 @@ static void take_queue(struct fanout_worker *wk, struct run *r)
             atomic_fetch_add(&g_streams, 1);
             atomic_fetch_add(&wk->f->owned, 1);
         }
-        c->qnext = NULL;
         run_add(r, c, FANOUT_EV_KICK);
         c = next;
     }
