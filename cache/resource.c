@@ -1209,6 +1209,12 @@ int resource_wait_fresh(struct resource *res, uint64_t rv, int64_t timeout_ms, u
 int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_rv,
                         uint64_t *boundary)
 {
+    return resource_watch_replay(res, w, from_rv, boundary, NULL);
+}
+
+int resource_watch_replay(struct resource *res, struct watcher *w, uint64_t from_rv,
+                          uint64_t *boundary, uint64_t *replay_rv)
+{
     uint64_t seq;
     int rc = -EAGAIN;
 
@@ -1234,6 +1240,11 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
     attach(res, w, WATCHER_STREAM);
     w->cursor = seq;
     w->from_rv = from_rv;
+    if (replay_rv != NULL) {
+        const struct ring_event *last = ring_at(res->ring, ring_head(res->ring) - 1);
+
+        *replay_rv = last != NULL && last->rv > from_rv ? last->rv : from_rv;
+    }
 out:
     unlock(res);
     return rc;

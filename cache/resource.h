@@ -249,6 +249,15 @@ int resource_watch_from(struct resource *res, struct watcher *w, uint64_t from_r
                         uint64_t *boundary);
 
 /*
+ * resource_watch_from that also tells, on success, the rv up to which the watch replays the
+ * history of this moment through *<replay_rv>: the rv of the last event appended so far, or
+ * <from_rv> when that is not newer. It is kube-apiserver's watermark after the interval (a
+ * periodic BOOKMARK goes to the watch only above it, SEMANTICS 2.3/2.6).
+ */
+int resource_watch_replay(struct resource *res, struct watcher *w, uint64_t from_rv,
+                          uint64_t *boundary, uint64_t *replay_rv);
+
+/*
  * Whether the history is whole: it holds every event since this cache's first list, none
  * evicted or compacted, and no relist reset it since. A watch below the boundary of a whole
  * history asks for events from before this cache existed (a replica that started later than

@@ -66,9 +66,12 @@ struct hreq {
     /* ---- the watch stream: handlers_watch.c only ---- */
     struct snapshot *initial;
     const char *init_after; /* key of the last initial item handled (lent from <initial>) */
-    uint64_t init_rv;
-    uint64_t watermark; /* only events with rv > watermark are sent */
-    uint64_t last_rv;   /* rv of the last event or bookmark sent */
+    uint64_t interval_rv;   /* kube-apiserver's watermark once the interval is sent (the
+                               initial state's rv, or the last replayed event's, or the rv
+                               watched from): the end bookmark's rv, and a periodic bookmark
+                               goes out only above it (SEMANTICS 2.6) */
+    uint64_t watermark;     /* only events with rv > watermark are sent */
+    uint64_t last_rv;       /* rv of the last event or bookmark sent */
     int64_t deadline_ms;
     int64_t next_bm_ms;      /* 0 = no more bookmarks */
     struct ring_event *pend; /* HANDLERS_WATCH_BATCH slots while events are in hand, else NULL */

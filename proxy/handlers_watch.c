@@ -679,12 +679,12 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
             h->live_ms = now;
         }
         if (h->end_bookmark) {
-            if (emit_bookmark(h, buf, max, &n, h->init_rv, true) == EMIT_FULL) {
+            if (emit_bookmark(h, buf, max, &n, h->interval_rv, true) == EMIT_FULL) {
                 return (ssize_t)n;
             }
             h->end_bookmark = false;
-            if (h->init_rv > h->last_rv) {
-                h->last_rv = h->init_rv;
+            if (h->interval_rv > h->last_rv) {
+                h->last_rv = h->interval_rv;
             }
             if (h->over) {
                 return (ssize_t)n;
@@ -712,7 +712,9 @@ static ssize_t watch_fill(struct hreq *h, char *buf, size_t max, int64_t now)
          * under the lock that says nothing is pending, so it never overtakes an event */
         if (h->next_bm_ms && now >= h->next_bm_ms &&
             resource_watch_idle_rv(h->ar->res, &h->w, &bm_rv)) {
-            if (bm_rv > h->last_rv && bm_rv > h->watermark) {
+            /* kube-apiserver's cacheWatcher does not move its watermark past the interval:
+             * under churn a bookmark goes out each period, at the rv of the last event too */
+            if (bm_rv > h->interval_rv) {
                 if (emit_bookmark(h, buf, max, &n, bm_rv, false) == EMIT_FULL) {
                     return (ssize_t)n;
                 }
@@ -1200,7 +1202,7 @@ void handlers_watch_serve(struct hreq *h, const struct k8s_list_opts *lo)
             handlers_reply_not_ready(h);
             return;
         }
-        h->init_rv = rv;
+        h->interval_rv = rv;
         h->watermark = rv;
         h->last_rv = 0;
         h->end_bookmark = lo->send_initial_events == 1 && lo->allow_bookmarks;
@@ -1214,12 +1216,13 @@ void handlers_watch_serve(struct hreq *h, const struct k8s_list_opts *lo)
             handlers_reply_not_ready(h);
             return;
         }
+        h->interval_rv = rv;
         h->watermark = rv;
         h->last_rv = rv;
         start_stream(h);
         return;
     }
-    rc = resource_watch_from(res, &h->w, lo->rv, &boundary);
+    rc = resource_watch_replay(res, &h->w, lo->rv, &boundary, &h->interval_rv);
     if (rc == -ESTALE && resource_history_whole(res) &&
         handlers_route(h->opts, HANDLERS_WHY_BEFORE_CACHE) == HANDLERS_FORWARD) {
         /* Not a 410: the client comes from a replica that is older than this cache; the

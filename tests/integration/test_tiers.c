@@ -433,7 +433,7 @@ Test(tiers, every_request_through_two_tiers_as_through_one, .timeout = 240)
 }
 
 /* Periodic bookmarks: a watch of namespace t whose RV moves with a write elsewhere gets the
- * same BOOKMARK through T2 as through T1 (T1's progress reaches T2 on T2's own upstream watch,
+ * same BOOKMARKs through T2 as through T1 (T1's progress reaches T2 on T2's own upstream watch,
  * which allows bookmarks), then its stream ends at timeoutSeconds. */
 Test(tiers, periodic_bookmarks_through_two_tiers_as_through_one, .timeout = 120)
 {
@@ -460,8 +460,10 @@ Test(tiers, periodic_bookmarks_through_two_tiers_as_through_one, .timeout = 120)
     api_expect_line(b, 0, want);
     cr_assert_eq(watch_wait_end(a, WATCH_END_MS), 0);
     cr_assert_eq(watch_wait_end(b, WATCH_END_MS), 0);
-    cr_assert_eq(watch_line_count(b), watch_line_count(a), "T2 sent %zu lines, T1 %zu",
-                 watch_line_count(b), watch_line_count(a));
+    /* once per interval at that rv until the pre-deadline one (the tiers' ticks need not
+     * fall at the same moments, so the counts may differ by one) */
+    api_expect_repeats(a, 0, 2, want);
+    api_expect_repeats(b, 0, 2, want);
     watch_close(a);
     watch_close(b);
     chain_down(&c);

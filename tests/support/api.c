@@ -235,3 +235,26 @@ void api_expect_line(struct watch *w, size_t i, const char *expected)
 
     cr_assert_str_eq(line, expected, "line %zu\nexpected: %s\n     got: %s", i, expected, line);
 }
+
+size_t api_skip_line(struct watch *w, size_t i, const char *line)
+{
+    size_t from = i;
+
+    while (strcmp(api_wline(w, i), line) == 0) {
+        cr_assert_lt(i - from, (size_t)API_REPEAT_MAX, "line %zu: %zu repeats of %s", i, i - from,
+                     line);
+        i++;
+    }
+    return i;
+}
+
+void api_expect_repeats(struct watch *w, size_t i, size_t min, const char *line)
+{
+    size_t have = watch_line_count(w);
+
+    cr_assert_geq(have, i + min, "expected %zu lines from %zu on, have %zu: %s", min, i, have,
+                  line);
+    for (size_t j = i; j < have; j++) {
+        cr_assert_str_eq(watch_line(w, j, NULL), line, "line %zu", j);
+    }
+}

@@ -121,4 +121,13 @@ void api_expect_ev(struct watch *w, size_t i, const char *type, const char *name
 /* Asserts line <i> is exactly <expected>. */
 void api_expect_line(struct watch *w, size_t i, const char *expected);
 
+/* Lines <i>.. of <w> that are exactly <line> (a periodic BOOKMARK repeats at each
+ * --bookmark-interval while its rv stays, SEMANTICS 2.6): waits for the first other line
+ * (API_LINE_MS each) and returns its index. Asserts at most API_REPEAT_MAX repeats. */
+#define API_REPEAT_MAX 100
+size_t api_skip_line(struct watch *w, size_t i, const char *line);
+
+/* Asserts that <w> has at least <min> lines from <i> on, each exactly <line>. */
+void api_expect_repeats(struct watch *w, size_t i, size_t min, const char *line);
+
 #endif
