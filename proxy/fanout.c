@@ -217,40 +217,55 @@ static void take_queue(struct fanout_worker *wk, struct run *r)
     }
 }
 
+/* Whether the kicks wait for the next round: rounds are on (enough streams) and the last
+ * round began less than an interval ago. */
+static bool round_later(const struct fanout_worker *wk, int64_t now)
+{
+    const struct fanout *f = wk->f;
+
+    return f->round_ms > 0 && atomic_load(&f->owned) >= f->round_min &&
+           now - wk->last_turn_ms < f->round_ms;
+}
+
 static void *worker_main(void *arg)
 {
     struct fanout_worker *wk = arg;
     struct epoll_event evs[FANOUT_EVENTS];
     int64_t stop_from = 0;
+    bool kicked = false; /* the eventfd was read and the queue not taken since */
 
     for (;;) {
         bool stopping = atomic_load(&wk->stop);
-        int n =
-            epoll_wait(wk->ep, evs, FANOUT_EVENTS, stopping ? FANOUT_STOP_TURN_MS : FANOUT_TURN_MS);
+        int timeout = stopping ? FANOUT_STOP_TURN_MS : FANOUT_TURN_MS;
         struct run r = {NULL, &r.head};
         struct fanout_conn *c;
-        int64_t now = now_ms();
+        int64_t now;
+        int n;
 
-        /* rounds: with many streams, the kicks of an interval are served by one turn */
-        if (!stopping && wk->f->round_ms > 0 && atomic_load(&wk->f->owned) >= wk->f->round_min &&
-            now - wk->last_turn_ms < wk->f->round_ms) {
-            int64_t wait = wk->last_turn_ms + wk->f->round_ms - now;
-            struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        if (kicked && !stopping) { /* the kicks wait for their round, the edges do not */
+            int64_t left = wk->last_turn_ms + wk->f->round_ms - now_ms();
 
-            nanosleep(&ts, NULL);
-            now = now_ms();
+            timeout = left <= 0 ? 0 : left < timeout ? (int)left : timeout;
         }
-        wk->last_turn_ms = now;
-
+        n = epoll_wait(wk->ep, evs, FANOUT_EVENTS, timeout);
+        now = now_ms();
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 uint64_t v;
                 (void)!read(wk->efd, &v, sizeof(v));
+                kicked = true;
             } else {
                 run_add(&r, evs[i].data.ptr, FANOUT_EV_WRITABLE);
             }
         }
-        take_queue(wk, &r);
+        /* rounds: with many streams, one turn serves the kicks of an interval, so each
+         * stream sends the interval's events at once; a socket that became writable is
+         * served at once all the same (its client is waiting for bytes) */
+        if (stopping || (kicked && !round_later(wk, now))) {
+            wk->last_turn_ms = now;
+            kicked = false;
+            take_queue(wk, &r);
+        }
         if (stopping || now - wk->last_stall_ms >= FANOUT_TURN_MS) {
             wk->last_stall_ms = now;
             for (c = wk->owned.next; c != &wk->owned; c = c->next) {

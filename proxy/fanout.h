@@ -60,9 +60,10 @@ struct fanout_conn {
 
 /*
  * <threads> writers (at least 1). While they own at least <round_min_streams> streams in
- * all, a writer starts its turns at most one per <round_ms> (0: each at once), so that one
+ * all, a writer takes its kicks at most once per <round_ms> (0: each at once), so that one
  * turn serves the kicks of a whole interval and each stream sends the interval's events in
- * one sendmsg; the first turn after a quiet interval starts at once. NULL when a thread or
+ * one sendmsg; the first turn after a quiet interval starts at once, and a stream whose
+ * socket became writable is served at once in any case. NULL when a thread or
  * epoll set cannot be made.
  */
 struct fanout *fanout_new(unsigned threads, int64_t round_ms, unsigned round_min_streams);

@@ -1,8 +1,8 @@
 /*
  * test_fanout.c - the watch writers (proxy/fanout.c) on socketpairs: a handed-over stream's
  * pass runs on a writer thread, kicks are never lost and coalesce, a give-back is refused
- * while a kick is queued, a full socket gets its writable edge and its stall, and stopping
- * the writers gives every stream back.
+ * while a kick is queued, a full socket gets its writable edge and its stall, rounds gather
+ * kicks but not writable edges, and stopping the writers gives every stream back.
  */
 #include "proxy/fanout.h"
 
@@ -252,6 +252,32 @@ Test(fanout, rounds_gather_the_kicks_of_an_interval)
     /* ~200 ms at one turn per 100 ms: 2-4 passes, far fewer than the 40 without rounds */
     cr_assert_leq(atomic_load(&t.kicks) - before, 6, "%d passes for 40 kicks in 200 ms",
                   atomic_load(&t.kicks) - before);
+    atomic_store(&t.detach_on_stop, true);
+    fanout_free(f);
+    cr_assert(atomic_load(&t.detached));
+    tconn_fini(&t);
+}
+
+/* With rounds, a socket that becomes writable is served at once, not at the next round: its
+ * client is waiting for bytes (the kicks, new events, are what a round gathers). */
+Test(fanout, rounds_do_not_hold_back_a_writable_edge)
+{
+    struct fanout *f = fanout_new(1, 3000, 1);
+    struct tconn t;
+    static char buf[65536];
+    int w0;
+
+    tconn_init(&t, 0);
+    atomic_store(&t.fill, true);
+    cr_assert(fanout_attach(f, &t.fc));
+    cr_assert(wait_ge(&t.passes, 1, 2000)); /* the first turn, at once: it fills the socket */
+    atomic_store(&t.fill, false);
+    usleep(50000);
+    w0 = atomic_load(&t.writable);
+    while (recv(t.peer, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    }
+    /* the next round is ~3 s after the first turn */
+    cr_assert(wait_ge(&t.writable, w0 + 1, 1500), "the writable edge waited for the round");
     atomic_store(&t.detach_on_stop, true);
     fanout_free(f);
     cr_assert(atomic_load(&t.detached));
