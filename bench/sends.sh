@@ -10,6 +10,7 @@
 # then `kwp load --watchers WATCHERS [--start-rv 1] --duration 16s --warmup-after-open` (kwp:
 # no --start-rv, each watcher LISTs at rv 0 first: kwp forwards rv 1 upstream), and 7 s
 # in (steady state) counts the server's sendto/writev/epoll_wait/futex calls and task-clock
+# (and the load's task-clock, read and epoll_wait calls)
 # for 5 s with `perf stat`. Prints each count per delivered event (the load's events/s x 5 s)
 # and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
 # build/bench/kwp_bench_floor next to it. KWP_PERF_EVENTS adds perf events (comma-separated,
@@ -54,7 +55,7 @@ START="--start-rv 1" # the floor streams from its head; the sim replays its few 
     >"$D/load.out" 2>&1 &
 LD=$!
 sleep 7
-perf stat -x, -o "$D/lstat" -p "$LD" -e task-clock -- sleep 5 >/dev/null 2>&1 &
+perf stat -x, -o "$D/lstat" -p "$LD" -e task-clock,syscalls:sys_enter_read,syscalls:sys_enter_epoll_wait -- sleep 5 >/dev/null 2>&1 &
 LP=$!
 perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg,syscalls:sys_enter_writev' \
     -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' ${KWP_PERF_EVENTS:+-e $KWP_PERF_EVENTS} -- sleep 5 >/dev/null 2>&1
@@ -91,6 +92,10 @@ for line in open(sys.argv[3]):
     if len(f) >= 3 and f[2] == "task-clock" and f[0].replace(".", "", 1).isdigit():
         print("  load task-clock %.0f ms = %.2f us per event" % (float(f[0]), float(f[0]) * 1000 / (ev * 5)))
         out["per_event"]["load_us"] = float(f[0]) * 1000 / (ev * 5) if ev > 0 else None
+    elif len(f) >= 3 and f[0].isdigit() and ev > 0:
+        key = "load_" + f[2].replace("syscalls:sys_enter_", "")
+        print("  %-30s %9.0f = %.3f per event" % (key, float(f[0]), float(f[0]) / (ev * 5)))
+        out["per_event"][key] = float(f[0]) / (ev * 5)
 if os.environ.get("KWP_SENDS_JSON"):
     with open(os.environ["KWP_SENDS_JSON"], "w") as fh:
         json.dump(out, fh)
