@@ -209,11 +209,10 @@ int kube_json_check_object(const char *data, size_t len)
     return s.p == s.end ? 0 : -EPROTO;
 }
 
-/* Whether the raw string body raw[0..n) decodes (Go unquote) to exactly <key>. */
-static bool raw_equals(const char *raw, size_t n, bool esc, const char *key)
+/* Whether the raw string body raw[0..n) decodes (Go unquote) to exactly key[0..klen). */
+static bool raw_equals_n(const char *raw, size_t n, bool esc, const char *key, size_t klen)
 {
     const char *end = raw + n;
-    size_t klen = strlen(key);
     size_t k = 0;
 
     if (!esc) {
@@ -229,6 +228,12 @@ static bool raw_equals(const char *raw, size_t n, bool esc, const char *key)
         k += un;
     }
     return k == klen;
+}
+
+/* Whether the raw string body raw[0..n) decodes (Go unquote) to exactly <key>. */
+static bool raw_equals(const char *raw, size_t n, bool esc, const char *key)
+{
+    return raw_equals_n(raw, n, esc, key, strlen(key));
 }
 
 /* One member of an object, as offsets into the scanned buffer. */
@@ -353,44 +358,59 @@ int kube_json_member(const char *data, size_t len, const char *key, size_t *off,
     return found ? 0 : -ENOENT;
 }
 
-int kube_json_array_next(const char *arr, size_t len, size_t *pos, size_t *e_off, size_t *e_len)
+/*
+ * The common step of kube_json_array_next and kube_json_object_next over the container
+ * buf[0..len) opened by <open> and closed by <close>: 1 with <s> at the next element (its
+ * comma consumed), 0 once closed (*pos = SIZE_MAX), or -EPROTO. *pos rests after an element
+ * between calls, so only the first element has no comma.
+ */
+static int next_begin(const char *buf, size_t len, size_t *pos, char open, char close,
+                      struct scan *s)
 {
     bool first = *pos == 0;
-    struct scan s;
-    int rc;
 
     if (*pos == SIZE_MAX) {
         return 0;
     }
-    if (arr == NULL || len == 0 || len > KUBE_JSON_MAX_INPUT || *pos > len) {
+    if (buf == NULL || len == 0 || len > KUBE_JSON_MAX_INPUT || *pos > len) {
         return -EPROTO;
     }
-    s.p = arr + *pos;
-    s.end = arr + len;
+    s->p = buf + *pos;
+    s->end = buf + len;
     if (first) {
-        scan_ws(&s);
-        if (s.p >= s.end || *s.p != '[') {
+        scan_ws(s);
+        if (s->p >= s->end || *s->p != open) {
             return -EPROTO;
         }
-        s.p++;
+        s->p++;
     }
-    scan_ws(&s);
-    if (s.p < s.end && *s.p == ']') {
-        s.p++;
-        scan_ws(&s);
-        if (s.p != s.end) {
+    scan_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        scan_ws(s);
+        if (s->p != s->end) {
             return -EPROTO;
         }
         *pos = SIZE_MAX;
         return 0;
     }
-    /* *pos rests after an element between calls, so only the first element has no comma. */
     if (!first) {
-        if (s.p >= s.end || *s.p != ',') {
+        if (s->p >= s->end || *s->p != ',') {
             return -EPROTO;
         }
-        s.p++;
-        scan_ws(&s);
+        s->p++;
+        scan_ws(s);
+    }
+    return 1;
+}
+
+int kube_json_array_next(const char *arr, size_t len, size_t *pos, size_t *e_off, size_t *e_len)
+{
+    struct scan s;
+    int rc = next_begin(arr, len, pos, '[', ']', &s);
+
+    if (rc != 1) {
+        return rc;
     }
     *e_off = (size_t)(s.p - arr);
     rc = scan_value(&s, 1);
@@ -400,6 +420,44 @@ int kube_json_array_next(const char *arr, size_t len, size_t *pos, size_t *e_off
     *e_len = (size_t)(s.p - arr) - *e_off;
     *pos = (size_t)(s.p - arr);
     return 1;
+}
+
+int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv)
+{
+    struct scan s;
+    int rc = next_begin(obj, len, pos, '{', '}', &s);
+
+    if (rc != 1) {
+        return rc;
+    }
+    if (s.p >= s.end || *s.p != '"') {
+        return -EPROTO;
+    }
+    kv->key_off = (size_t)(s.p - obj) + 1;
+    kv->key_esc = false;
+    if (scan_string(&s, &kv->key_esc) != 0) {
+        return -EPROTO;
+    }
+    kv->key_len = (size_t)(s.p - obj) - kv->key_off - 1;
+    scan_ws(&s);
+    if (s.p >= s.end || *s.p != ':') {
+        return -EPROTO;
+    }
+    s.p++;
+    scan_ws(&s);
+    kv->val_off = (size_t)(s.p - obj);
+    if (scan_value(&s, 1) != 0) {
+        return -EPROTO;
+    }
+    kv->val_len = (size_t)(s.p - obj) - kv->val_off;
+    *pos = (size_t)(s.p - obj);
+    return 1;
+}
+
+bool kube_json_key_eq(const char *obj, const struct kube_json_kv *kv, const char *key,
+                      size_t key_len)
+{
+    return raw_equals_n(obj + kv->key_off, kv->key_len, kv->key_esc, key, key_len);
 }
 
 int kube_json_event_parse(const char *line, size_t len, struct kube_event *ev)

@@ -41,6 +41,29 @@ int kube_json_check_object(const char *data, size_t len);
  */
 int kube_json_array_next(const char *arr, size_t len, size_t *pos, size_t *e_off, size_t *e_len);
 
+/* One member of an object, as offsets into the object's bytes (see kube_json_object_next). */
+struct kube_json_kv {
+    size_t key_off; /* the key's first byte after its opening quote */
+    size_t key_len; /* raw bytes between the quotes */
+    bool key_esc;   /* the raw key holds a backslash (compare with kube_json_key_is) */
+    size_t val_off; /* the raw value's span (a string with its quotes) */
+    size_t val_len;
+};
+
+/*
+ * Iterates the members of the JSON object in obj[0..len) (a raw object span, surrounding
+ * whitespace allowed) in document order, without building a tree, as kube_json_array_next
+ * does for arrays: start with *pos = 0; each call returns 1 with the next member in <kv>, 0
+ * after the closing brace (and on every later call), or -EPROTO when the object is malformed
+ * (values validated strictly, depth <= KUBE_JSON_MAX_DEPTH). Repeated keys all come out: a
+ * caller that wants Go's reading keeps the last.
+ */
+int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv);
+
+/* Whether member <kv> of <obj> has key key[0..key_len) once unescaped as Go does. */
+bool kube_json_key_eq(const char *obj, const struct kube_json_kv *kv, const char *key,
+                      size_t key_len);
+
 /* A parsed watch event line. */
 struct kube_event {
     enum watch_type type;

@@ -31,18 +31,20 @@ struct kube_meta {
 };
 
 /*
- * Parses object JSON (cJSON, tree freed before return) and fills <out>: namespace, name,
- * resourceVersion (string and byte span in data), labels, and each field named in
- * <field_paths> (dotted paths like "spec.nodeName", or "key:path1|path2|=default" for fields
- * kube-apiserver computes: the first path present wins, else the literal after "="; the field
- * is stored under <key>; NULL-terminated list, may be NULL):
- * strings as-is, booleans "true"/"false", integers in decimal (only when the double is an
- * exact integer); absent paths and other types are omitted. Labels keep string values only.
- * Keys are read as Go reads them: a repeated key keeps its last value (as kube_json_member),
- * and a string holding an escaped NUL, which cJSON would cut short, reads U+0001 there, so it
- * never equals a valid name, key or RV. meta.ns is NULL when absent, meta.rv_str "" when
- * absent; meta.rv_off/rv_len locate the rv string's bytes in <data> only when it is written
- * without escapes (else 0/0). <out> is zeroed on error and needs no fini then.
+ * Reads object JSON (strictly validated, then read as byte spans without a tree) and fills
+ * <out>: namespace, name, resourceVersion (string and byte span in data), labels, and each
+ * field named in <field_paths> (dotted paths like "spec.nodeName", or
+ * "key:path1|path2|=default" for fields kube-apiserver computes: the first path whose value
+ * is usable wins, else the literal after "="; the field is stored under <key>;
+ * NULL-terminated list, may be NULL): strings decoded, booleans "true"/"false", numbers in
+ * decimal only when the float64 is an exact integer; absent paths and other types are
+ * omitted. Labels keep string values only. Keys and strings are read as Go reads them: a
+ * repeated key keeps its last value (as kube_json_member), escapes, lone surrogates and
+ * invalid UTF-8 decode as Go unquotes them (gotext_json_unescape), and an escaped NUL, which
+ * a C string cannot hold, reads U+0001 there, so it never equals a valid name, key or RV.
+ * meta.ns is NULL when absent, meta.rv_str "" when absent; meta.rv_off/rv_len locate the rv
+ * string's bytes in <data> only when it is written without escapes (else 0/0). <out> is
+ * zeroed on error and needs no fini then.
  * Returns 0, -EPROTO (not an object / no metadata.name / nesting or size limits).
  */
 int kube_meta_parse(const char *data, size_t len, const char *const *field_paths,

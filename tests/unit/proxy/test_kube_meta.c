@@ -272,3 +272,76 @@ Test(kube_meta, computed_fields_first_path_then_default_and_array_index)
     cr_assert_eq(b->n_fields, 3);
     blob_unref(b);
 }
+
+/*
+ * Strings decode as Go's decoder reads them, not as a C JSON library would: a lone surrogate
+ * anywhere in the object is U+FFFD (the object is kept; cJSON refused the whole object), and
+ * so is each byte of invalid raw UTF-8 (cJSON kept the raw bytes).
+ */
+Test(kube_meta, strings_decode_as_go)
+{
+    static const char obj[] = "{\"metadata\":{\"name\":\"p\",\"labels\":{\"s\":\"\\ud800x\","
+                              "\"r\":\"a\xff"
+                              "b\",\"pair\":\"\\ud83d\\ude00\"},"
+                              "\"annotations\":{\"z\":\"\\udfff\"}},"
+                              "\"spec\":{\"nodeName\":\"\xc3\"}}";
+    static const char *const paths[] = {"spec.nodeName", NULL};
+    struct blob *b = kube_meta_blob(obj, strlen(obj), paths);
+
+    cr_assert_not_null(b, "a lone surrogate does not make the object unreadable");
+    cr_expect_str_eq(blob_label(b, "s"), "\xef\xbf\xbdx");
+    cr_expect_str_eq(blob_label(b, "r"), "a\xef\xbf\xbd"
+                                         "b");
+    cr_expect_str_eq(blob_label(b, "pair"), "\xf0\x9f\x98\x80");
+    cr_expect_str_eq(blob_field(b, "spec.nodeName"), "\xef\xbf\xbd");
+    blob_unref(b);
+}
+
+/* Surrounding and inner whitespace, many field specs (more than fit on the stack) and many
+ * distinct first segments (more than one pass picks), values that stop a path (a scalar on
+ * the way, an index out of range) and a number longer than 63 bytes. */
+Test(kube_meta, many_fields_and_paths)
+{
+    static const char obj[] =
+        " \n{ \"metadata\" : { \"name\" : \"p\" , \"labels\" : { \"a\" : \"1\" } } ,"
+        "\"s\":{\"n\":7,\"f\":\"str\",\"l\":[{\"ip\":\"x\"},{\"ip\":\"y\"}]},"
+        "\"t0\":{\"v\":0},\"t1\":{\"v\":1},\"t2\":{\"v\":2},\"t3\":{\"v\":3},\"t4\":{\"v\":4},"
+        "\"t5\":{\"v\":5},\"t6\":{\"v\":6},\"t7\":{\"v\":7},\"t8\":{\"v\":8},\"t9\":{\"v\":9},"
+        "\"ta\":{\"v\":10},\"tb\":{\"v\":11},\"tc\":{\"v\":12},\"td\":{\"v\":13},"
+        "\"te\":{\"v\":14},\"tf\":{\"v\":15},\"tg\":{\"v\":16},"
+        "\"long\":1.0000000000000000000000000000000000000000000000000000000000000000000,"
+        "\"big\":1e300,\"neg\":-2.0,\"frac\":0.5} \n";
+    static const char *const paths[] = {"t0.v",  "t1.v",     "t2.v",
+                                        "t3.v",  "t4.v",     "t5.v",
+                                        "t6.v",  "t7.v",     "t8.v",
+                                        "t9.v",  "ta.v",     "tb.v",
+                                        "tc.v",  "td.v",     "te.v",
+                                        "tf.v",  "tg.v",     "s.n",
+                                        "s.f.x", "s.l.1.ip", "s.l.2.ip",
+                                        "s.l.x", "long",     "big",
+                                        "neg",   "frac",     "k:s.missing|s.l.0.ip",
+                                        NULL};
+    struct kube_meta m;
+    char key[8], want[8];
+
+    cr_assert_eq(kube_meta_parse(obj, strlen(obj), paths, &m), 0);
+    cr_expect_str_eq(m.meta.name, "p");
+    cr_expect_eq(m.meta.n_labels, 1);
+    for (int i = 0; i < 17; i++) {
+        snprintf(key, sizeof(key), "t%c.v", "0123456789abcdefg"[i]);
+        snprintf(want, sizeof(want), "%d", i);
+        cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, key), want, "%s", key);
+    }
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "s.n"), "7");
+    cr_expect_null(kv_get(m.meta.fields, m.meta.n_fields, "s.f.x"), "a string on the way");
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "s.l.1.ip"), "y");
+    cr_expect_null(kv_get(m.meta.fields, m.meta.n_fields, "s.l.2.ip"), "out of range");
+    cr_expect_null(kv_get(m.meta.fields, m.meta.n_fields, "s.l.x"), "not an index");
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "long"), "1");
+    cr_expect_null(kv_get(m.meta.fields, m.meta.n_fields, "big"), "beyond int64");
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "neg"), "-2");
+    cr_expect_null(kv_get(m.meta.fields, m.meta.n_fields, "frac"));
+    cr_expect_str_eq(kv_get(m.meta.fields, m.meta.n_fields, "k"), "x");
+    cr_expect_eq(m.meta.n_fields, 22);
+    kube_meta_fini(&m);
+}
