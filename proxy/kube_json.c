@@ -194,6 +194,68 @@ static int scan_value(struct scan *s, int depth)
     }
 }
 
+/*
+ * For bytes a strict scan has validated already: skips the string at '"' (setting *esc when
+ * it holds a backslash) without checking it. Bounds are still checked: on bytes that were
+ * not validated it stops at <end> and reads nothing beyond.
+ */
+static void skip_string(struct scan *s, bool *esc)
+{
+    s->p++;
+    while (s->p < s->end) {
+        const char *q = memchr(s->p, '"', (size_t)(s->end - s->p));
+        const char *bs;
+
+        if (q == NULL) {
+            s->p = s->end;
+            return;
+        }
+        bs = memchr(s->p, '\\', (size_t)(q - s->p));
+        if (bs == NULL) {
+            s->p = q + 1;
+            return;
+        }
+        *esc = true;
+        s->p = bs + 2 <= s->end ? bs + 2 : s->end; /* the escaped byte cannot end the string */
+    }
+}
+
+/* As skip_string, for any value: containers by their brackets, outside strings. */
+static void skip_value(struct scan *s)
+{
+    long depth = 0;
+    bool esc = false;
+
+    do {
+        if (s->p >= s->end) {
+            return;
+        }
+        switch (*s->p) {
+        case '"':
+            skip_string(s, &esc);
+            break;
+        case '{':
+        case '[':
+            depth++;
+            s->p++;
+            break;
+        case '}':
+        case ']':
+            depth--;
+            s->p++;
+            break;
+        default:
+            if (depth == 0) { /* a scalar: up to the next delimiter */
+                while (s->p < s->end && strchr(",}] \t\r\n", *s->p) == NULL) {
+                    s->p++;
+                }
+                return;
+            }
+            s->p++;
+        }
+    } while (depth > 0);
+}
+
 int kube_json_check_object(const char *data, size_t len)
 {
     struct scan s = {data, data + len};
@@ -250,6 +312,7 @@ struct obj_iter {
     struct scan s;
     const char *base;
     size_t n;
+    bool valid; /* the bytes were validated already: skip values (skip_value) */
     bool done;
     int rc; /* once done: 0 after the closing brace, or -EPROTO (sticky) */
 };
@@ -263,6 +326,7 @@ static int obj_iter_begin(struct obj_iter *it, const char *data, size_t len)
     it->s.p = data;
     it->s.end = data + len;
     it->n = 0;
+    it->valid = false;
     it->done = false;
     it->rc = 0;
     scan_ws(&it->s);
@@ -306,7 +370,9 @@ static bool obj_iter_next(struct obj_iter *it, struct member *m, int *rc)
     }
     m->key_off = (size_t)(s->p - it->base);
     m->key_esc = false;
-    if (scan_string(s, &m->key_esc) != 0) {
+    if (it->valid) {
+        skip_string(s, &m->key_esc);
+    } else if (scan_string(s, &m->key_esc) != 0) {
         goto bad;
     }
     m->key_len = (size_t)(s->p - it->base) - m->key_off - 2;
@@ -317,7 +383,9 @@ static bool obj_iter_next(struct obj_iter *it, struct member *m, int *rc)
     s->p++;
     scan_ws(s);
     m->val_off = (size_t)(s->p - it->base);
-    if (scan_value(s, 1) != 0) {
+    if (it->valid) {
+        skip_value(s);
+    } else if (scan_value(s, 1) != 0) {
         goto bad;
     }
     m->val_len = (size_t)(s->p - it->base) - m->val_off;
@@ -422,7 +490,9 @@ int kube_json_array_next(const char *arr, size_t len, size_t *pos, size_t *e_off
     return 1;
 }
 
-int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv)
+/* kube_json_object_next; with <valid>, for bytes validated already (values skipped). */
+static int object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv,
+                       bool valid)
 {
     struct scan s;
     int rc = next_begin(obj, len, pos, '{', '}', &s);
@@ -435,8 +505,13 @@ int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_
     }
     kv->key_off = (size_t)(s.p - obj) + 1;
     kv->key_esc = false;
-    if (scan_string(&s, &kv->key_esc) != 0) {
+    if (valid) {
+        skip_string(&s, &kv->key_esc);
+    } else if (scan_string(&s, &kv->key_esc) != 0) {
         return -EPROTO;
+    }
+    if (s.p <= obj + kv->key_off) {
+        return -EPROTO; /* unterminated (bytes that were not validated after all) */
     }
     kv->key_len = (size_t)(s.p - obj) - kv->key_off - 1;
     scan_ws(&s);
@@ -446,12 +521,27 @@ int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_
     s.p++;
     scan_ws(&s);
     kv->val_off = (size_t)(s.p - obj);
-    if (scan_value(&s, 1) != 0) {
+    if (valid) {
+        skip_value(&s);
+    } else if (scan_value(&s, 1) != 0) {
         return -EPROTO;
     }
     kv->val_len = (size_t)(s.p - obj) - kv->val_off;
+    if (kv->val_len == 0) {
+        return -EPROTO;
+    }
     *pos = (size_t)(s.p - obj);
     return 1;
+}
+
+int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv)
+{
+    return object_next(obj, len, pos, kv, false);
+}
+
+int kube_json_object_next_valid(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv)
+{
+    return object_next(obj, len, pos, kv, true);
 }
 
 bool kube_json_key_eq(const char *obj, const struct kube_json_kv *kv, const char *key,
@@ -505,7 +595,8 @@ static void copy_range(char *out, size_t *o, const char *data, size_t from, size
     }
 }
 
-char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
+/* kube_json_strip_type_meta; with <valid>, for bytes validated already (no pass checks). */
+static char *strip_type_meta(const char *data, size_t len, size_t *out_len, bool valid)
 {
     struct obj_iter it;
     struct member m;
@@ -519,8 +610,9 @@ char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
     size_t o = 0;
     int rc;
 
-    /* Pass 1: validate and learn where the kept members end. */
+    /* Pass 1: validate (unless done) and learn where the kept members end. */
     rc = obj_iter_begin(&it, data, len);
+    it.valid = valid;
     while (rc == 0 && obj_iter_next(&it, &m, &rc)) {
         if (!member_is(&it, &m, "kind") && !member_is(&it, &m, "apiVersion")) {
             last_kept = n_members;
@@ -540,6 +632,7 @@ char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
      */
     out = xmalloc(len + 1);
     obj_iter_begin(&it, data, len);
+    it.valid = true; /* pass 1 validated every byte */
     for (size_t i = 0; obj_iter_next(&it, &m, &rc); i++) {
         if (skip_to_next) {
             copy_from = m.key_off;
@@ -561,4 +654,14 @@ char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
     out[o] = '\0';
     *out_len = o;
     return out;
+}
+
+char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len)
+{
+    return strip_type_meta(data, len, out_len, false);
+}
+
+char *kube_json_strip_type_meta_valid(const char *data, size_t len, size_t *out_len)
+{
+    return strip_type_meta(data, len, out_len, true);
 }

@@ -60,6 +60,14 @@ struct kube_json_kv {
  */
 int kube_json_object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv);
 
+/*
+ * As kube_json_object_next, for an object inside bytes that kube_json_check_object (or
+ * another strict scan) accepted already: values are skipped by their brackets and quotes, not
+ * checked again, so a pass costs a fraction of a validating one. On bytes that were not
+ * validated it still never reads outside obj[0..len), but may return wrong spans.
+ */
+int kube_json_object_next_valid(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv);
+
 /* Whether member <kv> of <obj> has key key[0..key_len) once unescaped as Go does. */
 bool kube_json_key_eq(const char *obj, const struct kube_json_kv *kv, const char *key,
                       size_t key_len);
@@ -84,5 +92,10 @@ int kube_json_event_parse(const char *line, size_t len, struct kube_event *ev);
  * -EPROTO semantics on malformed input.
  */
 char *kube_json_strip_type_meta(const char *data, size_t len, size_t *out_len);
+
+/* As kube_json_strip_type_meta, for an object a strict scan accepted already (the "object"
+ * of kube_json_event_parse, an element of kube_json_array_next): nothing is checked again.
+ * On bytes that were not validated it never reads outside data[0..len) but may cut wrongly. */
+char *kube_json_strip_type_meta_valid(const char *data, size_t len, size_t *out_len);
 
 #endif

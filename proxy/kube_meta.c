@@ -3,7 +3,7 @@
  * it (see kube_meta.h).
  *
  * The bytes are validated once by the strict scanner (kube_json_check_object: strict JSON,
- * our depth cap), then read as raw spans, without a tree (kube_json_object_next): one pass
+ * our depth cap), then read as raw spans, without a tree (kube_json_object_next_valid): one pass
  * over the top-level members picks metadata and the first segment of every field path, one
  * pass over metadata picks name, namespace, resourceVersion and labels, and each field path
  * walks on from its first segment. Keys and strings are read as Go's decoder reads them: a
@@ -147,7 +147,7 @@ static struct span member_of(struct span obj, const char *key, size_t klen)
     if (!span_is(obj, '{')) {
         return found;
     }
-    while (kube_json_object_next(obj.p, obj.n, &pos, &kv) == 1) {
+    while (kube_json_object_next_valid(obj.p, obj.n, &pos, &kv) == 1) {
         if (kube_json_key_eq(obj.p, &kv, key, klen)) {
             found = (struct span){obj.p + kv.val_off, kv.val_len};
         }
@@ -230,7 +230,7 @@ static void picks_fill(struct picks *p, struct span obj)
     if (p->n == 0 || !span_is(obj, '{')) {
         return;
     }
-    while (kube_json_object_next(obj.p, obj.n, &pos, &kv) == 1) {
+    while (kube_json_object_next_valid(obj.p, obj.n, &pos, &kv) == 1) {
         for (size_t i = 0; i < p->n; i++) {
             if (kube_json_key_eq(obj.p, &kv, p->key[i], p->key_len[i])) {
                 p->val[i] = (struct span){obj.p + kv.val_off, kv.val_len};
@@ -403,7 +403,7 @@ static void md_pick(struct span md, struct md_spans *m)
     size_t pos = 0;
 
     memset(m, 0, sizeof(*m));
-    while (kube_json_object_next(md.p, md.n, &pos, &kv) == 1) {
+    while (kube_json_object_next_valid(md.p, md.n, &pos, &kv) == 1) {
         struct span v = {md.p + kv.val_off, kv.val_len};
 
         if (kube_json_key_eq(md.p, &kv, "name", 4)) {
@@ -434,7 +434,7 @@ static void meta_collect(const struct md_spans *md, const char *const *field_pat
         struct kube_json_kv kv;
         size_t pos = 0;
 
-        while (kube_json_object_next(md->labels.p, md->labels.n, &pos, &kv) == 1) {
+        while (kube_json_object_next_valid(md->labels.p, md->labels.n, &pos, &kv) == 1) {
             struct span key = {md->labels.p + kv.key_off - 1, kv.key_len + 2};
             struct span v = {md->labels.p + kv.val_off, kv.val_len};
 
@@ -475,8 +475,9 @@ static void meta_collect(const struct md_spans *md, const char *const *field_pat
 /* Field specs resolved on the stack; more go to the heap. */
 #define META_FIELDS_STACK 16
 
-int kube_meta_parse(const char *data, size_t len, const char *const *field_paths,
-                    struct kube_meta *out)
+/* kube_meta_parse; with <valid>, for bytes a strict scan accepted already. */
+static int meta_parse(const char *data, size_t len, const char *const *field_paths,
+                      struct kube_meta *out, bool valid)
 {
     struct span root = {data, len};
     struct fval stack_fv[META_FIELDS_STACK];
@@ -488,7 +489,7 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
 
     memset(out, 0, sizeof(*out));
     /* Strict validation with our depth cap; from here every span is well formed. */
-    if (kube_json_check_object(data, len) != 0) {
+    if (valid ? len == 0 || len > KUBE_JSON_MAX_INPUT : kube_json_check_object(data, len) != 0) {
         return -EPROTO;
     }
     while (root.n > 0 && gotext_is_json_space(root.p[0])) {
@@ -558,6 +559,12 @@ int kube_meta_parse(const char *data, size_t len, const char *const *field_paths
     return 0;
 }
 
+int kube_meta_parse(const char *data, size_t len, const char *const *field_paths,
+                    struct kube_meta *out)
+{
+    return meta_parse(data, len, field_paths, out, false);
+}
+
 void kube_meta_fini(struct kube_meta *m)
 {
     if (m == NULL) {
@@ -568,15 +575,26 @@ void kube_meta_fini(struct kube_meta *m)
     memset(m, 0, sizeof(*m));
 }
 
-struct blob *kube_meta_blob(const char *data, size_t len, const char *const *field_paths)
+static struct blob *meta_blob(const char *data, size_t len, const char *const *field_paths,
+                              bool valid)
 {
     struct kube_meta m;
     struct blob *b;
 
-    if (kube_meta_parse(data, len, field_paths, &m) != 0) {
+    if (meta_parse(data, len, field_paths, &m, valid) != 0) {
         return NULL;
     }
     b = blob_new(data, len, &m.meta);
     kube_meta_fini(&m);
     return b;
+}
+
+struct blob *kube_meta_blob(const char *data, size_t len, const char *const *field_paths)
+{
+    return meta_blob(data, len, field_paths, false);
+}
+
+struct blob *kube_meta_blob_valid(const char *data, size_t len, const char *const *field_paths)
+{
+    return meta_blob(data, len, field_paths, true);
 }

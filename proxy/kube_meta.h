@@ -57,4 +57,9 @@ void kube_meta_fini(struct kube_meta *m);
  * Returns a blob (one reference, the caller's) or NULL on -EPROTO. */
 struct blob *kube_meta_blob(const char *data, size_t len, const char *const *field_paths);
 
+/* As kube_meta_blob, for an object a strict scan accepted already (the "object" of
+ * kube_json_event_parse, an element of kube_json_array_next, the output of
+ * kube_json_strip_type_meta): it is not validated again. Never pass other bytes. */
+struct blob *kube_meta_blob_valid(const char *data, size_t len, const char *const *field_paths);
+
 #endif

@@ -413,14 +413,14 @@ static int watch_object(struct rsync *s, enum watch_type type, const char *obj, 
 
     /* Built-in list items carry no kind/apiVersion: store the event object in that form. */
     if (s->ar->kind.builtin) {
-        stripped = kube_json_strip_type_meta(obj, len, &slen);
+        stripped = kube_json_strip_type_meta_valid(obj, len, &slen);
         if (stripped == NULL) {
             return watch_bad(s, "malformed object");
         }
         obj = stripped;
         len = slen;
     }
-    b = kube_meta_blob(obj, len, s->ar->kind.fields);
+    b = kube_meta_blob_valid(obj, len, s->ar->kind.fields); /* event_parse validated it */
     free(stripped);
     if (b == NULL) {
         return watch_bad(s, "object without metadata.name");
@@ -790,7 +790,7 @@ static int list_page(struct rsync *s, const char **why)
         if (rc != 1) {
             break;
         }
-        b = kube_meta_blob(body + it_off + e_off, e_len, s->ar->kind.fields);
+        b = kube_meta_blob_valid(body + it_off + e_off, e_len, s->ar->kind.fields); /* validated */
         if (b == NULL) {
             return -EPROTO;
         }

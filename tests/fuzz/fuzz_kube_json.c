@@ -72,6 +72,68 @@ static void check_meta_as_scanned(const char *d, size_t n, const struct kube_met
     }
 }
 
+/* On validated bytes the skipping iterator yields what the validating one does; on any bytes
+ * its spans stay inside the input. */
+static void check_object_iterators(const char *d, size_t n)
+{
+    bool valid = kube_json_check_object(d, n) == 0;
+    size_t p1 = 0, p2 = 0;
+
+    for (size_t k = 0; k < 100000; k++) {
+        struct kube_json_kv a, b;
+        int r2 = kube_json_object_next_valid(d, n, &p2, &b);
+
+        CHECK(r2 <= 1);
+        if (r2 == 1) {
+            CHECK(b.key_off <= n && b.key_len <= n - b.key_off);
+            CHECK(b.val_off < n && b.val_len > 0 && b.val_len <= n - b.val_off);
+            CHECK(b.val_off + b.val_len == p2);
+        }
+        if (!valid) {
+            if (r2 != 1) {
+                break;
+            }
+            continue;
+        }
+        CHECK(kube_json_object_next(d, n, &p1, &a) == r2);
+        if (r2 != 1) {
+            break;
+        }
+        CHECK(a.key_off == b.key_off && a.key_len == b.key_len && a.key_esc == b.key_esc);
+        CHECK(a.val_off == b.val_off && a.val_len == b.val_len && p1 == p2);
+    }
+}
+
+/* On validated bytes the variants that skip validation read what the checking ones read. */
+static void check_valid_twins(const char *d, size_t n, const char *const *fields,
+                              const struct blob *b)
+{
+    struct blob *v = kube_meta_blob_valid(d, n, fields);
+    size_t l1 = 0, l2 = 0;
+    char *s1 = kube_json_strip_type_meta(d, n, &l1);
+    char *s2 = kube_json_strip_type_meta_valid(d, n, &l2);
+
+    CHECK(v != NULL && strcmp(v->key, b->key) == 0 && strcmp(v->rv_str, b->rv_str) == 0);
+    CHECK(v->rv_off == b->rv_off && v->rv_len == b->rv_len);
+    CHECK(v->n_labels == b->n_labels && v->n_fields == b->n_fields);
+    for (size_t i = 0; i < b->n_labels + b->n_fields; i++) {
+        struct blob_kv x, y;
+        bool lab = i < b->n_labels;
+        size_t j = lab ? i : i - b->n_labels;
+
+        CHECK(lab ? blob_label_at(b, j, &x) && blob_label_at(v, j, &y)
+                  : blob_field_at(b, j, &x) && blob_field_at(v, j, &y));
+        CHECK(strcmp(x.key, y.key) == 0 && strcmp(x.val, y.val) == 0);
+    }
+    CHECK((s1 == NULL) == (s2 == NULL));
+    if (s1 != NULL) {
+        CHECK(l1 == l2 && memcmp(s1, s2, l1) == 0);
+    }
+    free(s1);
+    free(s2);
+    blob_unref(v);
+}
+
 static void fuzz_spans(const char *d, size_t n)
 {
     static const char *const fields[] = {"spec.nodeName", "status.phase", "a.b.c", NULL};
@@ -83,7 +145,11 @@ static void fuzz_spans(const char *d, size_t n)
 
     if (kube_json_member(d, n, "metadata", &off, &len) == 0) {
         CHECK(off < n && len > 0 && len <= n - off);
+        if (d[off] == '{') {
+            check_object_iterators(d + off, len);
+        }
     }
+    check_object_iterators(d, n);
     if (kube_json_event_parse(d, n, &ev) == 0) {
         CHECK(ev.obj_off < n && ev.obj_len >= 2 && ev.obj_len <= n - ev.obj_off);
         CHECK(d[ev.obj_off] == '{' && d[ev.obj_off + ev.obj_len - 1] == '}');
@@ -114,6 +180,7 @@ static void fuzz_spans(const char *d, size_t n)
         kube_meta_fini(&m);
         b = kube_meta_blob(d, n, fields);
         CHECK(b != NULL);
+        check_valid_twins(d, n, fields, b);
         blob_unref(b);
     }
 }
