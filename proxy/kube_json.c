@@ -307,33 +307,34 @@ struct member {
     size_t val_len;
 };
 
-/* Walks the members of one object that spans the whole buffer (surrounding ws allowed). */
+static int object_next(const char *obj, size_t len, size_t *pos, struct kube_json_kv *kv,
+                       bool valid);
+
+/* Walks the members of one object that spans the whole buffer (surrounding ws allowed): the
+ * member iterator (object_next) with its state, for the readers below. */
 struct obj_iter {
-    struct scan s;
     const char *base;
-    size_t n;
+    size_t len;
+    size_t pos;
     bool valid; /* the bytes were validated already: skip values (skip_value) */
+    int rc;     /* once done: 0 after the closing brace, or -EPROTO (sticky) */
     bool done;
-    int rc; /* once done: 0 after the closing brace, or -EPROTO (sticky) */
 };
 
 static int obj_iter_begin(struct obj_iter *it, const char *data, size_t len)
 {
+    const char *p = data;
+
     if (data == NULL || len == 0 || len > KUBE_JSON_MAX_INPUT) {
         return -EPROTO;
     }
-    it->base = data;
-    it->s.p = data;
-    it->s.end = data + len;
-    it->n = 0;
-    it->valid = false;
-    it->done = false;
-    it->rc = 0;
-    scan_ws(&it->s);
-    if (it->s.p >= it->s.end || *it->s.p != '{') {
+    while (p < data + len && gotext_is_json_space(*p)) {
+        p++;
+    }
+    if (p == data + len || *p != '{') {
         return -EPROTO;
     }
-    it->s.p++;
+    *it = (struct obj_iter){.base = data, .len = len};
     return 0;
 }
 
@@ -343,60 +344,27 @@ static int obj_iter_begin(struct obj_iter *it, const char *data, size_t len)
  */
 static bool obj_iter_next(struct obj_iter *it, struct member *m, int *rc)
 {
-    struct scan *s = &it->s;
+    struct kube_json_kv kv;
+    int r;
 
     if (it->done) {
         *rc = it->rc;
         return false;
     }
-    scan_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        scan_ws(s);
+    r = object_next(it->base, it->len, &it->pos, &kv, it->valid);
+    if (r != 1) {
         it->done = true;
-        it->rc = s->p == s->end ? 0 : -EPROTO;
+        it->rc = r == 0 ? 0 : -EPROTO;
         *rc = it->rc;
         return false;
     }
-    if (it->n > 0) {
-        if (s->p >= s->end || *s->p != ',') {
-            goto bad;
-        }
-        s->p++;
-        scan_ws(s);
-    }
-    if (s->p >= s->end || *s->p != '"') {
-        goto bad;
-    }
-    m->key_off = (size_t)(s->p - it->base);
-    m->key_esc = false;
-    if (it->valid) {
-        skip_string(s, &m->key_esc);
-    } else if (scan_string(s, &m->key_esc) != 0) {
-        goto bad;
-    }
-    m->key_len = (size_t)(s->p - it->base) - m->key_off - 2;
-    scan_ws(s);
-    if (s->p >= s->end || *s->p != ':') {
-        goto bad;
-    }
-    s->p++;
-    scan_ws(s);
-    m->val_off = (size_t)(s->p - it->base);
-    if (it->valid) {
-        skip_value(s);
-    } else if (scan_value(s, 1) != 0) {
-        goto bad;
-    }
-    m->val_len = (size_t)(s->p - it->base) - m->val_off;
-    it->n++;
+    *m = (struct member){.key_off = kv.key_off - 1,
+                         .key_len = kv.key_len,
+                         .key_esc = kv.key_esc,
+                         .val_off = kv.val_off,
+                         .val_len = kv.val_len};
     *rc = 0;
     return true;
-bad:
-    it->done = true;
-    it->rc = -EPROTO;
-    *rc = it->rc;
-    return false;
 }
 
 static bool member_is(const struct obj_iter *it, const struct member *m, const char *key)

@@ -168,32 +168,29 @@ static struct span element_of(struct span arr, long idx)
     return (struct span){arr.p + off, len};
 }
 
-/* Adds key[0..klen) to <p> unless it is there or <p> is full. Returns its index, or -1. */
-static int picks_want(struct picks *p, const char *key, size_t klen)
+/* The index of the pick of key[0..klen) in <p>, or -1. */
+static int picks_index(const struct picks *p, const char *key, size_t klen)
 {
     for (size_t i = 0; i < p->n; i++) {
         if (p->key_len[i] == klen && memcmp(p->key[i], key, klen) == 0) {
             return (int)i;
         }
     }
-    if (p->n == META_PICK_MAX) {
-        return -1;
+    return -1;
+}
+
+/* Adds key[0..klen) to <p> unless it is there or <p> is full. Returns its index, or -1. */
+static int picks_want(struct picks *p, const char *key, size_t klen)
+{
+    int i = picks_index(p, key, klen);
+
+    if (i >= 0 || p->n == META_PICK_MAX) {
+        return i;
     }
     p->key[p->n] = key;
     p->key_len[p->n] = klen;
     p->val[p->n] = (struct span){NULL, 0};
     return (int)p->n++;
-}
-
-/* The value picked for key[0..klen), or NULL when it was not among the picks. */
-static const struct span *picks_find(const struct picks *p, const char *key, size_t klen)
-{
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->key_len[i] == klen && memcmp(p->key[i], key, klen) == 0) {
-            return &p->val[i];
-        }
-    }
-    return NULL;
 }
 
 /* Wants the first two segments of the dotted path[0..n) picked. */
@@ -259,7 +256,6 @@ static struct span path_of(const struct tops *t, struct span root, const char *p
     for (;;) {
         const char *dot = memchr(path, '.', (size_t)(end - path));
         size_t sn = dot != NULL ? (size_t)(dot - path) : (size_t)(end - path);
-        const struct span *hit = NULL;
         char seg[KUBE_META_MAX_PATH];
 
         if (sn >= sizeof(seg) || !(span_is(cur, '{') || span_is(cur, '['))) {
@@ -277,9 +273,10 @@ static struct span path_of(const struct tops *t, struct span root, const char *p
             cur = element_of(cur, idx);
             picked = NULL;
         } else {
-            hit = picked != NULL ? picks_find(picked, seg, sn) : NULL;
-            cur = hit != NULL ? *hit : member_of(cur, seg, sn);
-            picked = hit != NULL && picked == &t->top ? &t->sub[hit - t->top.val] : NULL;
+            int i = picked != NULL ? picks_index(picked, seg, sn) : -1;
+
+            cur = i >= 0 ? picked->val[i] : member_of(cur, seg, sn);
+            picked = i >= 0 && picked == &t->top ? &t->sub[i] : NULL;
         }
         if (dot == NULL || cur.p == NULL) {
             return cur;
