@@ -1,8 +1,9 @@
 /*
  * chunked.c - in-place chunked transfer decoding (see chunked.h).
  *
- * A byte-at-a-time state machine for the framing, and one memmove per run of payload, so a
- * read that holds many small chunks costs about one pass over its bytes.
+ * A byte-at-a-time state machine for the framing; each run of payload goes to a callback where
+ * it lies (chunked_each), or slides to the front of the buffer (chunked_decode, one memmove per
+ * run).
  */
 #include "load/chunked.h"
 
@@ -54,7 +55,8 @@ static int size_line_end(struct chunked *c)
     return 0;
 }
 
-ssize_t chunked_decode(struct chunked *c, char *buf, size_t len, size_t *consumed)
+ssize_t chunked_each(struct chunked *c, char *buf, size_t len, size_t *consumed, chunked_run_fn *fn,
+                     void *arg)
 {
     size_t r = 0, w = 0;
 
@@ -68,14 +70,15 @@ ssize_t chunked_decode(struct chunked *c, char *buf, size_t len, size_t *consume
             if ((uint64_t)n > c->left) {
                 n = (size_t)c->left;
             }
-            if (w != r) {
-                memmove(buf + w, buf + r, n);
-            }
             w += n;
             r += n;
             c->left -= n;
             if (c->left == 0) {
                 c->state = CK_DATA_CR;
+            }
+            if (n > 0 && fn(arg, buf + r - n, n) != 0) {
+                *consumed = r; /* the owner is done with this body */
+                return (ssize_t)w;
             }
             continue;
         }
@@ -181,4 +184,26 @@ ssize_t chunked_decode(struct chunked *c, char *buf, size_t len, size_t *consume
     }
     *consumed = r;
     return (ssize_t)w;
+}
+
+struct slide {
+    char *dst;
+};
+
+static int slide_run(void *arg, char *p, size_t n)
+{
+    struct slide *s = arg;
+
+    if (s->dst != p) {
+        memmove(s->dst, p, n);
+    }
+    s->dst += n;
+    return 0;
+}
+
+ssize_t chunked_decode(struct chunked *c, char *buf, size_t len, size_t *consumed)
+{
+    struct slide s = {buf};
+
+    return chunked_each(c, buf, len, consumed, slide_run, &s);
 }

@@ -2,9 +2,10 @@
  * chunked.h - an incremental, in-place decoder for HTTP/1.1 chunked transfer coding.
  *
  * The load client reads into one shared buffer and decodes there: chunk-size lines, extensions,
- * chunk CRLFs and trailers are squeezed out and the payload bytes slide to the front of the
- * same buffer, so no connection needs a buffer of its own. Input may be split anywhere (inside a
- * hex size, between CR and LF); the state below carries over between calls.
+ * chunk CRLFs and trailers are skipped and each run of payload bytes is handed on where it lies
+ * (chunked_each), or slid to the front of the same buffer (chunked_decode), so no connection
+ * needs a buffer of its own and no payload byte is copied on the way. Input may be split
+ * anywhere (inside a hex size, between CR and LF); the state below carries over between calls.
  *
  *   in : "1a;x=y\r\n" <26 bytes> "\r\n" "0\r\n" "Trailer: v\r\n" "\r\n" [next response...]
  *   out: <26 bytes>                                  done=true, consumed stops before [next]
@@ -44,5 +45,16 @@ void chunked_init(struct chunked *c);
  * the connection is unusable). Calling after done returns 0 and consumes nothing.
  */
 ssize_t chunked_decode(struct chunked *c, char *buf, size_t len, size_t *consumed);
+
+/* Takes payload bytes buf[0..n), n > 0, where they lie; non-zero stops the decoding there. */
+typedef int chunked_run_fn(void *arg, char *p, size_t n);
+
+/*
+ * Decodes buf[0..len) like chunked_decode, but hands each run of payload to <fn> in place
+ * instead of moving it. When <fn> returns non-zero the call returns at once, with *<consumed>
+ * just past that run. Returns the payload bytes handed on, or -EPROTO.
+ */
+ssize_t chunked_each(struct chunked *c, char *buf, size_t len, size_t *consumed, chunked_run_fn *fn,
+                     void *arg);
 
 #endif

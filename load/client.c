@@ -869,20 +869,45 @@ static void body_payload(struct engine *e, struct conn *c, char *p, size_t n)
     }
 }
 
+/* One run of chunked payload, where it lies in the read buffer; stops once the body is over. */
+static int chunk_run(void *arg, char *p, size_t n)
+{
+    struct line_ctx *lc = arg;
+
+    body_payload(lc->e, lc->c, p, n);
+    return lc->c->state != ST_BODY;
+}
+
+static void chunked_input(struct engine *e, struct conn *c, char *p, size_t n)
+{
+    struct line_ctx lc = {e, c};
+    size_t used = n;
+
+    if (chunked_each(&c->ck, p, n, &used, chunk_run, &lc) < 0) {
+        conn_fail(e, c, CLIENT_TERR_PROTOCOL);
+        return;
+    }
+    if (c->state != ST_BODY) {
+        return; /* closed or handed on by an event */
+    }
+    if (used < n) {
+        c->keepalive = false; /* bytes nobody asked for: do not trust this socket again */
+    }
+    if (c->ck.done) {
+        response_done(e, c);
+    }
+}
+
 static void body_input(struct engine *e, struct conn *c, char *p, size_t n)
 {
     size_t used = n, payload = n;
     bool complete = false;
 
     if (c->is_chunked) {
-        ssize_t w = chunked_decode(&c->ck, p, n, &used);
-        if (w < 0) {
-            conn_fail(e, c, CLIENT_TERR_PROTOCOL);
-            return;
-        }
-        payload = (size_t)w;
-        complete = c->ck.done;
-    } else if (c->has_length) {
+        chunked_input(e, c, p, n);
+        return;
+    }
+    if (c->has_length) {
         if ((uint64_t)payload > c->content_left) {
             payload = (size_t)c->content_left;
         }

@@ -6,8 +6,10 @@
  * call and again in pieces (sizes taken from the input itself, down to one byte), and each
  * decoded piece is fed to a lineframe (cap 64 bytes). Both runs must agree: the same payload
  * bytes, the same error (-EPROTO) or end (done, same bytes consumed), the same lines and the
- * same -E2BIG. Per call: payload <= consumed <= input, a call that is not done consumes
- * everything, a call after done consumes nothing, and a pending line never exceeds the cap.
+ * same -E2BIG. The pieces are decoded a third time with chunked_each, whose runs must lie
+ * inside the piece, leave it untouched and add up to what chunked_decode moved. Per call:
+ * payload <= consumed <= input, a call that is not done consumes everything, a call after
+ * done consumes nothing, and a pending line never exceeds the cap.
  *
  * Round trip: the input is also taken as a payload, framed as chunks (sizes, hex case, chunk
  * extensions, bare LF, trailers chosen by the input bytes) and followed by the start of the
@@ -64,12 +66,41 @@ static size_t piece_size(const uint8_t *pattern, size_t plen, size_t k)
     return (size_t)(pattern[k % plen] % 17) + 1;
 }
 
-/* Decodes in[0..len) in pieces; fills <r> (caller frees r->payload). */
-static void decode(const char *in, size_t len, const uint8_t *pattern, size_t plen, struct run *r)
+/* Where decoded payload goes: the run's copy and its lineframe. */
+struct sink {
+    struct run *r;
+    struct lineframe *lf;
+    const char *buf; /* the piece being decoded: chunked_each's runs must lie inside it */
+    size_t buf_len;
+};
+
+static int take(void *arg, char *p, size_t n)
+{
+    struct sink *k = arg;
+    struct run *r = k->r;
+
+    CHECK(n > 0 && p >= k->buf && p + n <= k->buf + k->buf_len);
+    memcpy(r->payload + r->payload_len, p, n);
+    r->payload_len += n;
+    if (!r->too_big) {
+        ssize_t fr = lineframe_feed(k->lf, p, n, on_line, r);
+
+        CHECK(fr == (ssize_t)n || fr == -E2BIG);
+        r->too_big = fr == -E2BIG;
+        CHECK(lineframe_pending(k->lf) <= LINE_MAX_BYTES);
+    }
+    return 0;
+}
+
+/* Decodes in[0..len) in pieces, with chunked_each (runs in place) or chunked_decode (payload
+ * moved to the front); fills <r> (caller frees r->payload). */
+static void decode(const char *in, size_t len, const uint8_t *pattern, size_t plen, bool each,
+                   struct run *r)
 {
     struct chunked c;
     struct lineframe lf;
     char *buf = malloc(len ? len : 1);
+    struct sink k = {r, &lf, buf, 0};
     size_t pos = 0;
 
     memset(r, 0, sizeof(*r));
@@ -77,15 +108,16 @@ static void decode(const char *in, size_t len, const uint8_t *pattern, size_t pl
     r->payload = malloc(len ? len : 1);
     chunked_init(&c);
     lineframe_init(&lf, LINE_MAX_BYTES);
-    for (size_t k = 0; pos < len; k++) {
-        size_t n = piece_size(pattern, plen, k), used = 0;
+    for (size_t i = 0; pos < len; i++) {
+        size_t n = piece_size(pattern, plen, i), used = 0, before = r->payload_len;
         ssize_t got;
 
         if (n > len - pos) {
             n = len - pos;
         }
         memcpy(buf, in + pos, n);
-        got = chunked_decode(&c, buf, n, &used);
+        k.buf_len = n;
+        got = each ? chunked_each(&c, buf, n, &used, take, &k) : chunked_decode(&c, buf, n, &used);
         if (got < 0) {
             CHECK(got == -EPROTO);
             r->proto_err = true;
@@ -93,14 +125,11 @@ static void decode(const char *in, size_t len, const uint8_t *pattern, size_t pl
         }
         CHECK((size_t)got <= used && used <= n);
         CHECK(c.done || used == n);
-        memcpy(r->payload + r->payload_len, buf, (size_t)got);
-        r->payload_len += (size_t)got;
-        if (!r->too_big && got > 0) {
-            ssize_t fr = lineframe_feed(&lf, buf, (size_t)got, on_line, r);
-
-            CHECK(fr == got || fr == -E2BIG);
-            r->too_big = fr == -E2BIG;
-            CHECK(lineframe_pending(&lf) <= LINE_MAX_BYTES);
+        if (each) {
+            CHECK(r->payload_len - before == (size_t)got);
+            CHECK(memcmp(buf, in + pos, n) == 0); /* in place: the input is not touched */
+        } else if (got > 0) {
+            take(&k, buf, (size_t)got);
         }
         pos += used;
         if (c.done) {
@@ -119,10 +148,21 @@ static void decode(const char *in, size_t len, const uint8_t *pattern, size_t pl
 
 static void check_split_invariance(const char *in, size_t len, const uint8_t *pat, size_t plen)
 {
-    struct run whole, parts;
+    struct run whole, parts, each;
 
-    decode(in, len, NULL, 0, &whole);
-    decode(in, len, pat, plen, &parts);
+    decode(in, len, NULL, 0, false, &whole);
+    decode(in, len, pat, plen, false, &parts);
+    decode(in, len, pat, plen, true, &each);
+    /* in place or moved, the same pieces give the same result */
+    CHECK(each.proto_err == parts.proto_err && each.done == parts.done);
+    CHECK(each.consumed == parts.consumed && each.payload_len >= parts.payload_len);
+    CHECK(memcmp(each.payload, parts.payload, parts.payload_len) == 0);
+    if (!parts.proto_err) { /* on an error, runs before the bad byte were already handed on */
+        CHECK(each.payload_len == parts.payload_len && each.too_big == parts.too_big);
+        CHECK(each.lines == parts.lines && each.lines_sum == parts.lines_sum);
+        CHECK(each.pending == parts.pending);
+    }
+    free(each.payload);
     CHECK(whole.proto_err == parts.proto_err);
     CHECK(whole.done == parts.done);
     CHECK(!whole.done || whole.consumed == parts.consumed);
@@ -185,7 +225,7 @@ static void check_round_trip(const uint8_t *p, size_t len)
     char *framed = frame(p, len, &flen, &blen);
     struct run r;
 
-    decode(framed, flen, p, len, &r);
+    decode(framed, flen, p, len, len > 0 && (p[0] & 1), &r);
     CHECK(!r.proto_err && r.done);
     CHECK(r.consumed == blen);
     CHECK(r.payload_len == len && memcmp(r.payload, p, len) == 0);

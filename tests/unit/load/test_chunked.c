@@ -195,3 +195,65 @@ Test(chunked, size_line_with_blanks_and_extension, .timeout = T_TIMEOUT)
     cr_assert_eq(memcmp(in, "wxyz", 4), 0);
     cr_assert(c.done);
 }
+
+/* What chunked_each handed on: each run checked to lie inside the input, in order. */
+struct runs {
+    const char *in;
+    size_t in_len;
+    const char *last_end; /* runs never go backwards or overlap */
+    char out[256];
+    size_t out_len;
+    size_t calls;
+    size_t stop_after; /* 0: never stop */
+};
+
+static int take_run(void *arg, char *p, size_t n)
+{
+    struct runs *r = arg;
+
+    cr_assert_gt(n, 0);
+    cr_assert(p >= r->in && p + n <= r->in + r->in_len, "a run outside the input");
+    cr_assert(r->last_end == NULL || p >= r->last_end, "runs out of order");
+    r->last_end = p + n;
+    cr_assert_leq(r->out_len + n, sizeof(r->out));
+    memcpy(r->out + r->out_len, p, n);
+    r->out_len += n;
+    r->calls++;
+    return r->stop_after != 0 && r->calls == r->stop_after;
+}
+
+Test(chunked, each_hands_runs_on_where_they_lie, .timeout = T_TIMEOUT)
+{
+    char in[] = "5\r\nhello\r\n7;x=1\r\n, world\r\n0\r\nT: v\r\n\r\nHTTP/1.1";
+    const char *body_end = strstr(in, "HTTP/1.1");
+    struct runs r = {.in = in, .in_len = strlen(in)};
+    struct chunked c;
+    size_t used;
+
+    chunked_init(&c);
+    cr_assert_eq(chunked_each(&c, in, strlen(in), &used, take_run, &r), 12);
+    cr_assert_eq(r.calls, 2);
+    cr_assert_eq(r.out_len, 12);
+    cr_assert_eq(memcmp(r.out, "hello, world", 12), 0);
+    cr_assert_eq(memcmp(in, "5\r\nhello\r\n", 10), 0, "the input was modified");
+    cr_assert(c.done);
+    cr_assert_eq(used, (size_t)(body_end - in));
+}
+
+Test(chunked, each_stops_when_the_owner_says_so, .timeout = T_TIMEOUT)
+{
+    char in[] = "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
+    struct runs r = {.in = in, .in_len = strlen(in), .stop_after = 1};
+    struct chunked c;
+    size_t used;
+
+    chunked_init(&c);
+    cr_assert_eq(chunked_each(&c, in, strlen(in), &used, take_run, &r), 3);
+    cr_assert_eq(used, strlen("3\r\nabc"));
+    cr_assert_not(c.done);
+    /* the state carries on from there if the owner comes back */
+    r.stop_after = 0;
+    cr_assert_eq(chunked_each(&c, in + used, strlen(in) - used, &used, take_run, &r), 3);
+    cr_assert_eq(memcmp(r.out, "abcdef", 6), 0);
+    cr_assert(c.done);
+}
