@@ -52,7 +52,6 @@ struct watcher {
     /* public: set before attach, read-only afterwards */
     watchers_wake_fn *wake;
     void *wake_ctx;
-    enum watcher_kind kind;
     const char *ns;      /* dispatch scope: only events in this namespace wake it; NULL = any */
     const char *trigger; /* dispatch scope: only events whose object (or previous object) has
                             this value in the resource's trigger field wake it (e.g. pods
@@ -63,17 +62,19 @@ struct watcher {
     uint64_t wait_rv; /* RVWAIT: wake when rv >= wait_rv */
     uint64_t from_rv; /* STREAM: events with rv <= from_rv are skipped (watch from a future rv) */
     int64_t due_ms;   /* wake when now >= due_ms (bookmark, deadline); 0 = never */
-    bool attached;
-    bool suspended; /* the reader is (about to be) suspended; cleared by whoever wakes it */
-    bool closed;    /* ended by the cache (relist, laggard, shutdown) or killed by a sweep */
     struct watcher *prev, *next;   /* all watchers of the kind */
     struct watcher *bprev, *bnext; /* STREAM: the dispatch bucket (or the unscoped list) */
     void *bucket;                  /* STREAM: the bucket it is in, NULL = unscoped */
     struct watcher *sleep_prev, *sleep_next; /* STREAM, suspended: its bucket's sleep list */
     struct watcher **sleep_head;             /* the sleep list it is on; NULL = on none */
     struct ring_seg *held[WATCHER_HELD_MAX]; /* STREAM: ring segments the last batch borrowed */
-    size_t n_held;
     size_t due_idx; /* 1 + its place in the resource's due heap; 0 = not in it */
+    /* The small fields last, packed (every idle watch holds this struct): */
+    uint8_t kind;   /* public, set before attach: enum watcher_kind */
+    uint8_t n_held; /* entries of held[] in use */
+    bool attached;
+    bool suspended; /* the reader is (about to be) suspended; cleared by whoever wakes it */
+    bool closed;    /* ended by the cache (relist, laggard, shutdown) or killed by a sweep */
     bool overdue;   /* a tick found it due and due_ms has not moved since */
 };
 

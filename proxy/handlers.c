@@ -62,11 +62,11 @@ struct hreq *handlers_hreq_new(struct http_req *req, struct apires *ar,
     memcpy(s, tm, tm_len);
     s[tm_len] = '\0';
     h->typemeta = s;
-    h->typemeta_len = tm_len;
+    h->typemeta_len = (uint32_t)tm_len;
     h->req = req;
     h->ar = ar;
     h->opts = opts;
-    h->fd = req ? http_req_fd(req) : -1;
+    h->fc.fd = req ? http_req_fd(req) : -1;
     return h;
 }
 
@@ -585,10 +585,10 @@ static bool peer_dead(struct watcher *w, void *ctx)
     char c;
     ssize_t r;
 
-    if (h->fd < 0) {
+    if (h->fc.fd < 0) {
         return false;
     }
-    r = recv(h->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    r = recv(h->fc.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r == 0 || (r == -1 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
         h->peer_gone = true;
         return true;

@@ -9,7 +9,7 @@
  * freshness wait), handlers_list.c (LIST) and handlers_watch.c (the WATCH stream, which
  * alone touches the fields below the divider). The state is created on the first call for
  * a request and freed by the server's completion callback: the one teardown path.
- * Threads: the request's MHD thread; the sweep reads fd and sets peer_gone under the
+ * Threads: the request's MHD thread; the sweep reads fc.fd and sets peer_gone under the
  * resource lock.
  */
 #ifndef KWP_PROXY_HANDLERS_INT_H
@@ -37,7 +37,6 @@ enum hphase { PH_NEW = 0, PH_WAIT_FRESH, PH_STREAM, PH_DONE };
 
 struct hreq {
     struct watcher w; /* first member: the sweep maps a watcher back to its hreq */
-    int fd;
     enum hphase phase;
     bool peer_gone; /* set by the sweep (under the resource lock) */
     /* The flags of the stream's state below, packed here (every idle watch holds this
@@ -54,7 +53,8 @@ struct hreq {
     bool dw_leaving; /* a give-back refused while a kick was queued: again at its pass */
     bool dw_off;     /* the writers refused it (stopping): MHD's path from now on */
     /* ... and negotiation */
-    bool table_hdr_sent; /* watch Tables: columnDefinitions only on the first event */
+    bool table_hdr_sent;   /* watch Tables: columnDefinitions only on the first event */
+    uint32_t typemeta_len; /* of typemeta below (a short prefix) */
     struct http_req *req;
     struct apires *ar;
     const struct handlers_opts *opts;
@@ -62,7 +62,6 @@ struct hreq {
     uint64_t fresh_rv;
     struct scope sc;      /* ns and name point into strs; the selectors are owned */
     const char *typemeta; /* {"kind":"Pod","apiVersion":"v1" for built-ins, else ""; into strs */
-    size_t typemeta_len;
     /* ---- the watch stream: handlers_watch.c only ---- */
     struct snapshot *initial;
     const char *init_after; /* key of the last initial item handled (lent from <initial>) */
@@ -94,7 +93,8 @@ struct hreq {
     int64_t lag_from_ms; /* arrival (or live start) of the oldest event among them; 0 = none */
     uint64_t lag_frames; /* how many of them are events (not initial ADDED or bookmarks) */
     /* ---- the watch writers (fanout.h): handlers_watch.c only ---- */
-    struct fanout_conn fc; /* while dw */
+    struct fanout_conn fc; /* while dw; fc.fd is the request's socket from the start (-1 for
+                              a bare watch) */
     /* (its flags, dw*, are packed at the top) */
     struct dw_chunk *dw_out; /* the chunk being written, while events are in hand */
     /* ---- negotiation and bodies ---- */

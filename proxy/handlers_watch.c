@@ -541,14 +541,14 @@ static bool tick_lagging(struct watcher *w, int64_t t_ms, void *ctx)
     int64_t live = h->live_ms, since = t_ms > live ? t_ms : live;
     int st = atomic_load(&h->lag_state);
 
-    if (h->fd < 0) {
+    if (h->fc.fd < 0) {
         return false;
     }
     if (st == HANDLERS_LAG_TICK) {
         /* closed a second ago and the writer has not ended the stream since: cut it */
         if (ls->now >= h->lag_cut_ms &&
             atomic_compare_exchange_strong(&h->lag_state, &st, HANDLERS_LAG_CUT)) {
-            (void)shutdown(h->fd, SHUT_RDWR); /* libmicrohttpd's next send fails: it closes */
+            (void)shutdown(h->fc.fd, SHUT_RDWR); /* libmicrohttpd's next send fails: it closes */
         }
         return false;
     }
@@ -815,9 +815,8 @@ static bool dw_handover(struct hreq *h, struct fanout *f, int64_t now)
     int zero = 0, one = 1;
 
     /* whatever libmicrohttpd corked goes out, and small chunks are not held back by Nagle */
-    (void)setsockopt(h->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
-    (void)setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    h->fc.fd = h->fd;
+    (void)setsockopt(h->fc.fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+    (void)setsockopt(h->fc.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     h->fc.pass = dw_pass;
     h->fc.stall_ms = (uint32_t)(handlers_opt_or(h->opts->watch_stall_s, 10) * 1000);
     http_stream_suspend(h->req);
@@ -861,7 +860,7 @@ static int dw_write(struct hreq *h)
 
     while (o->i < o->n) {
         struct msghdr m = {.msg_iov = o->iov + o->i, .msg_iovlen = o->n - o->i};
-        ssize_t k = sendmsg(h->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t k = sendmsg(h->fc.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 
         if (k == -1) {
             int e = errno;
