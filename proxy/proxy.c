@@ -1002,7 +1002,8 @@ int proxy_main(int argc, char **argv, const struct proxy_cmd *cmd)
          "end a watch whose next event has waited this long (it re-watches from its last "
          "resourceVersion); 0 = only when it leaves the history window (default 10s)"},
         {"watch-wake-interval", CFG_DURATION, &o.watch_wake_ms, 0, 1000,
-         "with 2048+ requests in flight, wake watches at most once per interval, so that the "
+         "with 512+ watches on the writers (2048+ requests in flight for https watches), wake "
+         "watches at most once per interval, so that the "
          "events of an interval go out in one write per watch (default 10ms; 0 = at once)"},
         {"watch-direct-write", CFG_BOOL, &o.watch_direct, 0, 0,
          "plain-HTTP watches are written by watch writer threads straight from the shared "
