@@ -156,7 +156,8 @@ __attribute__((format(printf, 4, 5))) static void put(char *b, size_t cap, size_
 /*
  * The handler: /echo answers what the request looked like to the app (one line per query
  * pair, a few lookups, headers, the body); /status a 503 Status with Retry-After; /silent
- * nothing at all; /headers sets its own Cache-Control and Audit-Id; /stream a streamed body.
+ * nothing at all; /headers sets its own Cache-Control and Audit-Id; /stream a streamed body,
+ * /stream-headers one with two headers of the app's.
  */
 static void handle(void *app, struct http_req *req)
 {
@@ -197,8 +198,12 @@ static void handle(void *app, struct http_req *req)
         http_req_add_header(req, "Audit-Id", "from-the-app");
         http_req_add_header(req, "X-Extra", "1");
         http_reply(req, 404, NULL, "", 0);
-    } else if (strcmp(path, "/stream") == 0) {
+    } else if (strcmp(path, "/stream") == 0 || strcmp(path, "/stream-headers") == 0) {
         int *calls = calloc(1, sizeof(*calls));
+        if (path[7] == '-') {
+            http_req_add_header(req, "Audit-Id", "from-the-app");
+            http_req_add_header(req, "X-Extra", "1");
+        }
         http_req_set_state(req, calls, free_calls);
         http_reply_stream(req, 200, "application/json", stream_once, calls);
     } else {
@@ -574,6 +579,40 @@ Test(http_server, streams_are_chunked_on_http_1_1_only, .timeout = 30)
                       "%s", buf);
         cr_assert_str_eq(body_of(buf), "6\r\nchunk\n\r\n0\r\n\r\n");
     }
+    http_server_stop(srv);
+}
+
+/* A stream's headers are dropped from MHD's response once the body starts (memory per idle
+ * watch): every one of them must still have gone out, and the connection must still serve
+ * the next request, or close when the client asked for it. */
+Test(http_server, a_streams_headers_all_go_out_before_they_are_dropped, .timeout = 30)
+{
+    struct http_server *srv = server(0, 0);
+    static const char two[] = "GET /stream-headers HTTP/1.1\r\nHost: h\r\n\r\n"
+                              "GET /echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+    static const char closing[] =
+        "GET /stream-headers HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+    char *r = exchange(srv, two, sizeof(two) - 1);
+    const char *second;
+
+    cr_assert(strncmp(r, "HTTP/1.1 200 ", 13) == 0, "%s", r);
+    cr_assert(has_header(r, "Audit-Id", "from-the-app"), "%s", r);
+    cr_assert(has_header(r, "X-Extra", "1"), "%s", r);
+    cr_assert(has_header(r, "Cache-Control", "no-cache, private"), "%s", r);
+    cr_assert(has_header(r, "Content-Type", "application/json"), "%s", r);
+    cr_assert(has_header(r, "Transfer-Encoding", "chunked"), "%s", r);
+    second = strstr(r, "\r\n0\r\n\r\n");
+    cr_assert_not_null(second, "%s", r);
+    second += 7;
+    cr_assert(strncmp(second, "HTTP/1.1 200 ", 13) == 0, "the keep-alive request: %s", r);
+    cr_assert_not_null(strstr(second, "GET /echo\n"), "%s", r);
+    free(r);
+    /* the dropped list keeps "Connection": the stream still ends the connection */
+    r = exchange(srv, closing, sizeof(closing) - 1);
+    cr_assert(has_header(r, "Connection", "close"), "%s", r);
+    cr_assert(has_header(r, "X-Extra", "1"), "%s", r);
+    cr_assert_str_eq(body_of(r), "6\r\nchunk\n\r\n0\r\n\r\n");
+    free(r);
     http_server_stop(srv);
 }
 
