@@ -24,7 +24,7 @@ Medians of the runs go to <out>/floor.md and everything to <out>/floor.json.
 
 Loopback only; every process is started here and stopped by its PID; every run is bounded.
 Usage: python3 bench/floor.py [--points 1000x100,5000x300] [--runs 3] [--sides floor,kwp]
-                              [--floor-args '--threads 2'] [--out DIR] [--replot FILE.json]
+                              [--floor-args '--threads 2'] [--pin] [--out DIR] [--replot FILE.json]
 """
 import argparse
 import json
@@ -131,6 +131,14 @@ class Runner:
     def __init__(self, a):
         self.a = a
         self.tmp = tempfile.mkdtemp(prefix="kwp-floor-")
+        # --pin: the client alone on the last CPU, every server (and the simulator) on the
+        # others, so that what a server delivers is not decided by which thread the scheduler
+        # puts on the client's CPU (taskset, util-linux)
+        n = os.cpu_count() or 1
+        if a.pin and n < 2:
+            raise SystemExit("--pin needs at least 2 CPUs")
+        self.client_cpus = ["taskset", "-c", str(n - 1)] if a.pin else []
+        self.server_cpus = ["taskset", "-c", "0-%d" % (n - 2)] if a.pin else []
 
     def load(self, url, watchers, pids, tag, start_rv=True):
         """kwp load on <url>; with <start_rv> every watch starts at rv 1 and lists nothing (the
@@ -139,7 +147,7 @@ class Runner:
         forwards a watch from before its cache began upstream (while its history is whole),
         so rv 1 would measure the simulator through the passthrough, not kwp's watch path."""
         js = os.path.join(self.tmp, "load-%s.json" % tag)
-        argv = [self.a.kwp, "load", "--target", url, "--resource", "pods", "--watchers", str(watchers)]
+        argv = self.client_cpus + [self.a.kwp, "load", "--target", url, "--resource", "pods", "--watchers", str(watchers)]
         argv += ["--start-rv", "1"] if start_rv else []
         argv += ["--duration", "%ds" % self.a.duration, "--ramp", "5000",
                  "--warmup", "1s", "--warmup-after-open", "--quiet", "--json", js]
@@ -176,7 +184,7 @@ class Runner:
         pod[bMS]: the kwp simulator's own pod frames (--template, pod_template)."""
         m = re.fullmatch(r"(\d+|pod)(?:b(\d+))?", spec)
         size = ["--template", self.pod_template()] if m.group(1) == "pod" else ["--event-bytes", m.group(1)]
-        argv = [self.a.floor, "--rate", str(rate)] + size + [
+        argv = self.server_cpus + [self.a.floor, "--rate", str(rate)] + size + [
                 "--duration", "%ds" % (self.a.duration * 4 + 120)] + self.a.floor_args.split()
         if m.group(2):
             argv += ["--batch-ms", m.group(2)]
@@ -197,7 +205,7 @@ class Runner:
         p, url = self.spawn_floor(spec, rate, log)
         try:
             t0, c0 = time.time(), proc_cpu_s(p.pid)
-            out = subprocess.run([self.a.floor, "--sink", url, "--conns", str(watchers),
+            out = subprocess.run(self.client_cpus + [self.a.floor, "--sink", url, "--conns", str(watchers),
                                   "--warmup", "1s",
                                   "--duration", "%ds" % (self.a.duration - 2)], capture_output=True,
                                  text=True, timeout=self.a.duration * 4 + 120, check=True).stdout
@@ -226,11 +234,11 @@ class Runner:
         wake += ["--watch-direct-write=false"] if m.group(2) else []
         sim, proxy = None, None
         try:
-            sim, sim_url = fo.spawn([self.a.kwp, "sim", "--listen", "127.0.0.1:0", "--stamp", "--churn",
-                                     str(rate), "--objects", "100", "--object-bytes",
+            sim, sim_url = fo.spawn(self.server_cpus + [self.a.kwp, "sim", "--listen", "127.0.0.1:0",
+                                     "--stamp", "--churn", str(rate), "--objects", "100", "--object-bytes",
                                      str(self.a.object_bytes), "--history-events", "1000000",
                                      "--compaction-interval", "0"], os.path.join(self.tmp, "sim.log"))
-            proxy, url = fo.spawn([kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
+            proxy, url = fo.spawn(self.server_cpus + [kwp, "proxy", "--upstream", sim_url, "--listen", "127.0.0.1:0",
                                    "--resources", "pods", "--threads", str(self.a.proxy_threads)]
                                   + self.a.proxy_args.split() + wake, os.path.join(self.tmp, "kwp.log"))
             fo.wait_ready(url)
@@ -366,6 +374,8 @@ def main():
                          "this (a shared machine), at most --wait-max seconds; 0 = do not wait")
     ap.add_argument("--wait-max", type=float, default=600)
     ap.add_argument("--proxy-threads", type=int, default=2)
+    ap.add_argument("--pin", action="store_true",
+                    help="the client alone on the last CPU, the servers on the others (taskset)")
     ap.add_argument("--proxy-args", default="")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", time.strftime("%Y-%m-%d")))
     ap.add_argument("--name", default="floor", help="output files <out>/<name>.{json,md}")

@@ -15,13 +15,20 @@
 # and the load's summary. KWP_BIN (default build/kwp) picks the binary; the floor is
 # build/bench/kwp_bench_floor next to it. KWP_PERF_EVENTS adds perf events (comma-separated,
 # e.g. uprobes made with `perf probe -x libmicrohttpd.so.12 MHD_resume_connection`);
-# KWP_SENDS_JSON=FILE also writes the figures per event as JSON (bench/guard.sh). Every
-# process it starts is stopped by PID.
+# KWP_SENDS_JSON=FILE also writes the figures per event as JSON (bench/guard.sh); KWP_PIN=1
+# puts the load alone on the last CPU and the servers on the others (taskset, as
+# `bench/floor.py --pin`). Every process it starts is stopped by PID.
 set -u
 MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
 K=${KWP_BIN:-build/kwp}
 export KWP_SHUTDOWN_DELAY=${KWP_SHUTDOWN_DELAY:-0} # the proxy exits at once when stopped
 D=$(mktemp -d)
+SRV_CPUS=() LOAD_CPUS=()
+if [ "${KWP_PIN:-0}" = 1 ]; then
+    NC=$(nproc)
+    [ "$NC" -ge 2 ] || { echo "KWP_PIN=1 needs at least 2 CPUs" >&2; exit 2; }
+    SRV_CPUS=(taskset -c "0-$((NC - 2))") LOAD_CPUS=(taskset -c "$((NC - 1))")
+fi
 SIM= PX=
 trap 'kill ${PX:-} ${SIM:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
 url_of() { # url_of FILE: the "listening on" URL a server printed, waiting up to 5 s
@@ -29,7 +36,7 @@ url_of() { # url_of FILE: the "listening on" URL a server printed, waiting up to
     grep -so 'http://[0-9.:]*' "$1" | head -1
 }
 if [ "$MODE" = kwp ] || [ "$MODE" = sim ]; then
-    "$K" sim --listen 127.0.0.1:0 --stamp --churn "$RATE" --objects 100 --object-bytes 1024 \
+    "${SRV_CPUS[@]}" "$K" sim --listen 127.0.0.1:0 --stamp --churn "$RATE" --objects 100 --object-bytes 1024 \
         --history-events 1000000 --compaction-interval 0 >"$D/sim.out" 2>"$D/sim.log" &
     SIM=$!
 fi
@@ -38,11 +45,11 @@ if [ "$MODE" = sim ]; then
     url_of "$D/sim.out" >/dev/null
     cp "$D/sim.out" "$D/p.out"
 elif [ "$MODE" = kwp ]; then
-    "$K" proxy --upstream "$(url_of "$D/sim.out")" --listen 127.0.0.1:0 --resources pods "$@" \
+    "${SRV_CPUS[@]}" "$K" proxy --upstream "$(url_of "$D/sim.out")" --listen 127.0.0.1:0 --resources pods "$@" \
         >"$D/p.out" 2>"$D/p.log" &
     PX=$!
 else
-    "$(dirname "$K")/bench/kwp_bench_floor" --threads 2 --rate "$RATE" --event-bytes 1400 \
+    "${SRV_CPUS[@]}" "$(dirname "$K")/bench/kwp_bench_floor" --threads 2 --rate "$RATE" --event-bytes 1400 \
         --duration 60s "$@" >"$D/p.out" 2>"$D/p.log" &
     PX=$!
 fi
@@ -50,7 +57,7 @@ PU=$(url_of "$D/p.out")
 sleep 1
 START="--start-rv 1" # the floor streams from its head; the sim replays its few seed revisions
 [ "$MODE" = kwp ] && START= # kwp forwards rv 1 upstream (before its cache): LIST rv 0 + WATCH
-"$K" load --target "$PU" --resource pods --watchers "$N" $START --duration 16s --ramp 5000 \
+"${LOAD_CPUS[@]}" "$K" load --target "$PU" --resource pods --watchers "$N" $START --duration 16s --ramp 5000 \
     --warmup 1s --warmup-after-open --quiet --json "$D/load.json" --pid "$PX" ${SIM:+--pid $SIM} \
     >"$D/load.out" 2>&1 &
 LD=$!
@@ -67,8 +74,9 @@ d = json.load(open(sys.argv[1]))
 w = d["watch"]
 ev = w["events_per_s"]
 lat = w["latency_ms"]
-print("delivered %.0f ev/s, p50 %.1f ms, p99 %.1f ms, %d/%d watches open"
-      % (ev, lat.get("p50") or 0, lat.get("p99") or 0, w["watchers_opened"], d["params"]["watchers"]))
+print("delivered %.0f ev/s, p50 %.1f ms, p99 %.1f ms, %d/%d watches open, %.0f bytes/event"
+      % (ev, lat.get("p50") or 0, lat.get("p99") or 0, w["watchers_opened"], d["params"]["watchers"],
+         w["bytes_per_s"] / ev if ev > 0 else 0))
 for p in d["processes"]:
     print("  %-10s pid %-7s %.2f CPU s, RSS max %.1f MB" % (p["name"], p["pid"], p["cpu_s"] or 0,
                                                            (p.get("rss_max_kb") or 0) / 1024))
