@@ -17,7 +17,8 @@
 # e.g. uprobes made with `perf probe -x libmicrohttpd.so.12 MHD_resume_connection`);
 # KWP_SENDS_JSON=FILE also writes the figures per event as JSON (bench/guard.sh); KWP_PIN=1
 # puts the load alone on the last CPU and the servers on the others (taskset, as
-# `bench/floor.py --pin`). Every process it starts is stopped by PID.
+# `bench/floor.py --pin`); KWP_PERF_RECORD=FILE also records a profile of the server over the
+# same 5 s (`perf record -g -F 499`). Every process it starts is stopped by PID.
 set -u
 MODE=${1:?kwp or floor}; RATE=${2:?rate}; N=${3:?watchers}; shift 3
 K=${KWP_BIN:-build/kwp}
@@ -64,9 +65,15 @@ LD=$!
 sleep 7
 perf stat -x, -o "$D/lstat" -p "$LD" -e task-clock,syscalls:sys_enter_read,syscalls:sys_enter_epoll_wait -- sleep 5 >/dev/null 2>&1 &
 LP=$!
+RP=
+if [ -n "${KWP_PERF_RECORD:-}" ]; then # a profile of the server over the same 5 s
+    perf record -q -g -F 499 -o "$KWP_PERF_RECORD" -p "$PX" -- sleep 5 >/dev/null 2>&1 &
+    RP=$!
+fi
 perf stat -x, -o "$D/stat" -p "$PX" -e 'syscalls:sys_enter_sendto,syscalls:sys_enter_sendmsg,syscalls:sys_enter_writev' \
     -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,task-clock' ${KWP_PERF_EVENTS:+-e $KWP_PERF_EVENTS} -- sleep 5 >/dev/null 2>&1
 wait $LP
+[ -n "$RP" ] && wait $RP
 wait $LD
 python3 - "$D/load.json" "$D/stat" "$D/lstat" <<'PY'
 import json, os, sys

@@ -1357,22 +1357,40 @@ static void churn_once(struct sim *s, uint64_t *next_id)
     blob_unref(victim);
 }
 
+/* Nanoseconds on CLOCK_MONOTONIC. */
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#define CHURN_MAX_SLEEP_NS (50 * 1000000L) /* the stop flag is seen within this */
+
+/*
+ * --churn R: write number k is due at start + k/R s. The thread sleeps until the next one is
+ * due (an absolute deadline, at most CHURN_MAX_SLEEP_NS): it wakes R times a second, not on
+ * a fixed tick that would wake it (and preempt whatever shares its core) more often than it
+ * writes.
+ */
 static void *churn_main(void *arg)
 {
     struct sim *s = arg;
     uint64_t next_id = 0;
-    int64_t start = clock_mono_ms();
+    const int64_t start = mono_ns();
+    const int64_t rate = s->o.churn;
     uint64_t done = 0;
 
     while (!atomic_load(&s->stop)) {
-        int64_t now = clock_mono_ms();
-        uint64_t due = (uint64_t)((now - start) * s->o.churn / 1000);
+        int64_t now = mono_ns();
+        uint64_t due = (uint64_t)((now - start) / 1000 * rate / 1000000);
         if (done < due) {
             /* catch up at most one second's worth at once */
             uint64_t burst = due - done;
-            if (burst > (uint64_t)s->o.churn) {
-                done = due - (uint64_t)s->o.churn;
-                burst = (uint64_t)s->o.churn;
+            if (burst > (uint64_t)rate) {
+                done = due - (uint64_t)rate;
+                burst = (uint64_t)rate;
             }
             for (uint64_t i = 0; i < burst && !atomic_load(&s->stop); i++) {
                 churn_once(s, &next_id);
@@ -1380,8 +1398,14 @@ static void *churn_main(void *arg)
             }
             continue;
         }
-        struct timespec ts = {0, 1000000}; /* 1 ms */
-        nanosleep(&ts, NULL);
+        /* the first microsecond at which due exceeds done: start + (done + 1) / R s */
+        uint64_t us = ((done + 1) * 1000000 + (uint64_t)rate - 1) / (uint64_t)rate;
+        int64_t at = start + (int64_t)us * 1000;
+        if (at - now > CHURN_MAX_SLEEP_NS) {
+            at = now + CHURN_MAX_SLEEP_NS;
+        }
+        struct timespec ts = {(time_t)(at / 1000000000), (long)(at % 1000000000)};
+        (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
     }
     return NULL;
 }

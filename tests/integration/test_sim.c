@@ -2302,6 +2302,31 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
     sim_stop(&s);
 }
 
+/* --churn R writes R pods a second: over 2 s at 20/s the revision moves by about 40 (bounds
+ * wide enough for a loaded machine; a pacing off by a factor of 3 either way fails). */
+Test(sim, churn_writes_at_its_rate, .timeout = SIM_TEST_TIMEOUT_S)
+{
+    const char *const argv_tail[] = {"--objects", "10", "--churn", "20", NULL};
+    struct srv s;
+    uint64_t r0, r1, r2, t1, t2;
+    bool ok;
+
+    sim_start_raw(&s, argv_tail);
+    r0 = api_sim_stat(s.url, "revision");
+    WAIT_FOR(ok, api_sim_stat(s.url, "revision") >= r0 + 3, 10000);
+    cr_assert(ok, "churn 20/s writes: revision %" PRIu64 " -> %" PRIu64, r0,
+              api_sim_stat(s.url, "revision"));
+    t1 = http_now_ms();
+    r1 = api_sim_stat(s.url, "revision");
+    nap(2000);
+    r2 = api_sim_stat(s.url, "revision");
+    t2 = http_now_ms();
+    cr_assert(r2 - r1 >= 10 && r2 - r1 <= 120,
+              "churn 20/s: %" PRIu64 " writes in %" PRIu64 " ms (about 40 expected)", r2 - r1,
+              t2 - t1);
+    sim_stop(&s);
+}
+
 Test(sim, seed_makes_initial_objects_reproducible, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const argv_tail[] = {
