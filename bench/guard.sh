@@ -14,7 +14,8 @@
 # Prints one JSON line; with --record it is appended to bench/results/guard.jsonl with the
 # commit, the date and the load average, so that a change that doubles the system calls per
 # event, or the CPU per frame, shows against the line before it. Compare lines of one machine
-# only, and rerun a surprising one: the machine is shared.
+# only (each line names its CPU; lines before 2026-12-04 evening, which do not, are of an
+# earlier machine), and rerun a surprising one: the machine is shared.
 set -eu
 cd "$(dirname "$0")/.."
 RECORD=0
@@ -54,7 +55,12 @@ rev = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], captur
 dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no", "--",
                         "cache", "proxy", "sim", "load", "cmd", "lab", "bench/emit.c", "CMakeLists.txt"],
                        capture_output=True, text=True).stdout.strip() != ""
+# which machine: lines of different machines do not compare (model, clock and cores)
+info = dict(l.split(":", 1) for l in open("/proc/cpuinfo") if ":" in l)
+cpu = "%s, %s MHz, %d cores" % (info.get("model name\t", "?").strip(),
+                                info.get("cpu MHz\t\t", "?").strip(), os.cpu_count())
 print(json.dumps({"commit": rev + ("+dirty" if dirty else ""), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "cpu": cpu,
                   "load1": [float(sys.argv[2]), float(sys.argv[3])],
                   "emit_ns_per_frame": statistics.median(emit), "emit_runs": emit,
                   "sends_1000x100": sends("100x1000"), "sends_5000x300": sends("300x5000")}))
