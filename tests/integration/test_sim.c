@@ -2303,7 +2303,7 @@ Test(sim, churn_watch_is_consistent_with_exact_lists, .timeout = SIM_TEST_TIMEOU
 }
 
 /* --churn R writes R pods a second: over 2 s at 20/s the revision moves by about 40 (bounds
- * wide enough for a loaded machine; a pacing off by a factor of 3 either way fails). */
+ * wide enough for a loaded machine; a pacing more than 3 x too fast or 4 x too slow fails). */
 Test(sim, churn_writes_at_its_rate, .timeout = SIM_TEST_TIMEOUT_S)
 {
     const char *const argv_tail[] = {"--objects", "10", "--churn", "20", NULL};
